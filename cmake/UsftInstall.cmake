@@ -1,0 +1,2 @@
+# SPDX-License-Identifier: MIT
+# Install rules: filled in by the build/install work.

@@ -1,0 +1,219 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * usft/ftrace.h - the kernel-shaped ftrace core API (include/linux/ftrace.h).
+ *
+ * Names, flag bit numbers and error codes are the kernel's.  Addresses are
+ * unsigned long.  Every int function returns 0 or a negative errno and also
+ * sets errno to the positive value.  After the kill switch (ftrace_bug())
+ * every call returns -ENODEV and no byte of program text changes again.
+ */
+#ifndef USFT_FTRACE_H
+#define USFT_FTRACE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <pthread.h>
+#include <usft/common.h>
+#include <usft/ftrace_regs.h>
+
+USFT_BEGIN_DECLS
+
+struct ftrace_ops;
+struct ftrace_hash;
+
+/**
+ * typedef ftrace_func_t - an ops callback.
+ * @ip: address of the patched site (x86-64: the 5-byte call; arm64: the BL)
+ * @parent_ip: return address of the traced function (its caller)
+ * @op: the ops this callback belongs to
+ * @fregs: saved argument registers (see usft/ftrace_regs.h)
+ */
+typedef void (*ftrace_func_t)(unsigned long ip, unsigned long parent_ip,
+			      struct ftrace_ops *op, struct ftrace_regs *fregs);
+
+/* Kernel include/linux/ftrace.h: enum { FTRACE_OPS_FL_* = BIT(n) } */
+enum {
+	FTRACE_OPS_FL_ENABLED			= 1UL << 0,
+	FTRACE_OPS_FL_DYNAMIC			= 1UL << 1,
+	FTRACE_OPS_FL_SAVE_REGS			= 1UL << 2,
+	FTRACE_OPS_FL_SAVE_REGS_IF_SUPPORTED	= 1UL << 3,
+	FTRACE_OPS_FL_RECURSION			= 1UL << 4,
+	FTRACE_OPS_FL_STUB			= 1UL << 5,
+	FTRACE_OPS_FL_INITIALIZED		= 1UL << 6,
+	FTRACE_OPS_FL_DELETED			= 1UL << 7,
+	FTRACE_OPS_FL_ADDING			= 1UL << 8,
+	FTRACE_OPS_FL_REMOVING			= 1UL << 9,
+	FTRACE_OPS_FL_MODIFYING			= 1UL << 10,
+	FTRACE_OPS_FL_ALLOC_TRAMP		= 1UL << 11,
+	FTRACE_OPS_FL_IPMODIFY			= 1UL << 12,
+	FTRACE_OPS_FL_PID			= 1UL << 13,
+	FTRACE_OPS_FL_RCU			= 1UL << 14,
+	FTRACE_OPS_FL_TRACE_ARRAY		= 1UL << 15,
+	FTRACE_OPS_FL_PERMANENT			= 1UL << 16,
+	FTRACE_OPS_FL_DIRECT			= 1UL << 17,
+	FTRACE_OPS_FL_SUBOP			= 1UL << 18,
+	FTRACE_OPS_FL_GRAPH			= 1UL << 19,
+};
+
+/* Arguments are always available (DYNAMIC_FTRACE_WITH_ARGS on both archs). */
+#define FTRACE_OPS_FL_SAVE_ARGS 0UL
+
+/* Requests from the core to a DIRECT ops owner (kernel enum ftrace_ops_cmd). */
+enum ftrace_ops_cmd {
+	FTRACE_OPS_CMD_ENABLE_SHARE_IPMODIFY_SELF,
+	FTRACE_OPS_CMD_ENABLE_SHARE_IPMODIFY_PEER,
+	FTRACE_OPS_CMD_DISABLE_SHARE_IPMODIFY_PEER,
+};
+
+typedef int (*ftrace_ops_func_t)(struct ftrace_ops *op, unsigned long ip,
+				 enum ftrace_ops_cmd cmd);
+
+/* kernel struct ftrace_ops_hash */
+struct ftrace_ops_hash {
+	struct ftrace_hash *notrace_hash;
+	struct ftrace_hash *filter_hash;
+	pthread_mutex_t regex_lock;	/* all-zero is a valid unlocked mutex */
+};
+
+/* kernel struct ftrace_func_entry; @direct is used by direct hashes only */
+struct ftrace_func_entry {
+	struct ftrace_func_entry *hnext;
+	unsigned long ip;
+	unsigned long direct;
+};
+
+struct usft_ops_private;
+
+/**
+ * struct ftrace_ops - one user of the function tracing core.
+ *
+ * Callers set @func, @flags (attribute flags only), @private and, for direct
+ * ops, @ops_func.  Everything else is owned by the runtime; zero it (static
+ * storage or designated initialisers do).  The ops must stay valid until
+ * unregister_ftrace_function() has returned.
+ */
+struct ftrace_ops {
+	ftrace_func_t func;
+	struct ftrace_ops *next;
+	unsigned long flags;
+	void *private;
+	ftrace_func_t saved_func;
+	struct ftrace_ops_hash local_hash;
+	struct ftrace_ops_hash *func_hash;
+	struct ftrace_ops_hash old_hash;
+	unsigned long trampoline;
+	unsigned long trampoline_size;
+	ftrace_ops_func_t ops_func;
+	unsigned long direct_call;
+	struct usft_ops_private *usft;	/* runtime-owned */
+};
+
+/**
+ * register_ftrace_function() - start calling @ops->func at every site its
+ * filter selects.
+ * Return: 0; -EBUSY already registered (or PERMANENT while disabled, or an
+ * IPMODIFY conflict); -EINVAL deleted ops or SAVE_REGS rules; -ENODEV dead;
+ * -ENOMEM.
+ */
+USFT_API int register_ftrace_function(struct ftrace_ops *ops);
+
+/**
+ * unregister_ftrace_function() - stop @ops; on return no thread runs its
+ * callback or its trampoline any more and @ops may be freed.
+ * Return: 0; -EBUSY not registered; -ENODEV dead.
+ */
+USFT_API int unregister_ftrace_function(struct ftrace_ops *ops);
+
+/**
+ * ftrace_set_filter() - glob-match function names into the filter hash.
+ * @buf: whitespace-separated globs (*, ?, [..], \\ escapes, leading ! removes,
+ *       a leading digit is a 1-based index into the function list); NULL with
+ *       @reset clears the filter (= every function)
+ * @len: length of @buf (or -1: NUL-terminated)
+ * @reset: start from an empty hash instead of appending
+ * Return: 0; -EINVAL a glob matched nothing (nothing changed); -EBUSY
+ * IPMODIFY/direct conflict; -ENOMEM; -ENODEV.
+ */
+USFT_API int ftrace_set_filter(struct ftrace_ops *ops, unsigned char *buf,
+			       int len, int reset);
+
+/** ftrace_set_notrace() - as ftrace_set_filter() for the notrace hash
+ * (-EINVAL for an IPMODIFY ops). */
+USFT_API int ftrace_set_notrace(struct ftrace_ops *ops, unsigned char *buf,
+				int len, int reset);
+
+/**
+ * ftrace_set_filter_ip() - add or remove one site.  @ip may be the function
+ * address or the site address.
+ * Return: 0; -EINVAL not a site; -ENOENT removing an ip that is absent.
+ */
+USFT_API int ftrace_set_filter_ip(struct ftrace_ops *ops, unsigned long ip,
+				  int remove, int reset);
+
+/** ftrace_set_filter_ips() - batch ftrace_set_filter_ip(); all or nothing. */
+USFT_API int ftrace_set_filter_ips(struct ftrace_ops *ops, unsigned long *ips,
+				   unsigned int cnt, int remove, int reset);
+
+/** ftrace_free_filter() - empty both hashes (ignored while registered). */
+USFT_API void ftrace_free_filter(struct ftrace_ops *ops);
+
+/** ftrace_ops_set_global_filter() - share the global ops' hashes. */
+USFT_API void ftrace_ops_set_global_filter(struct ftrace_ops *ops);
+
+/**
+ * ftrace_location() - the site belonging to @ip (a site address or the
+ * address of a function that has a site), or 0.
+ */
+USFT_API unsigned long ftrace_location(unsigned long ip);
+
+/**
+ * ftrace_test_recursion_trylock() - callback-side recursion guard
+ * (FTRACE context group).  Return: the bit to pass to
+ * ftrace_test_recursion_unlock(), or -1 when recursing.
+ */
+USFT_API int ftrace_test_recursion_trylock(unsigned long ip,
+					   unsigned long parent_ip);
+USFT_API void ftrace_test_recursion_unlock(int bit);
+
+/* ftrace_enabled sysctl analogue (kernel.ftrace_enabled). */
+USFT_API int usft_set_ftrace_enabled(int enabled);
+USFT_API int usft_get_ftrace_enabled(void);
+
+/* ------------------------------------------------------------------ */
+/* Direct calls (DYNAMIC_FTRACE_WITH_DIRECT_CALLS)                     */
+
+USFT_API int register_ftrace_direct(struct ftrace_ops *ops, unsigned long addr);
+USFT_API int unregister_ftrace_direct(struct ftrace_ops *ops, unsigned long addr,
+				      bool free_filters);
+USFT_API int modify_ftrace_direct(struct ftrace_ops *ops, unsigned long addr);
+USFT_API int modify_ftrace_direct_nolock(struct ftrace_ops *ops, unsigned long addr);
+
+USFT_API struct ftrace_hash *alloc_ftrace_hash(int size_bits);
+USFT_API void free_ftrace_hash(struct ftrace_hash *hash);
+USFT_API struct ftrace_func_entry *
+add_ftrace_hash_entry_direct(struct ftrace_hash *hash, unsigned long ip,
+			     unsigned long direct);
+USFT_API int update_ftrace_direct_add(struct ftrace_ops *ops, struct ftrace_hash *hash);
+USFT_API int update_ftrace_direct_del(struct ftrace_ops *ops, struct ftrace_hash *hash);
+USFT_API int update_ftrace_direct_mod(struct ftrace_ops *ops, struct ftrace_hash *hash,
+				      bool do_direct_lock);
+
+/* jmp bit: bit 0 of a direct address asks for a jump instead of a call. */
+static inline bool ftrace_is_jmp(unsigned long addr)
+{
+	return addr & 1;
+}
+
+static inline unsigned long ftrace_jmp_set(unsigned long addr)
+{
+	return addr | 1UL;
+}
+
+static inline unsigned long ftrace_jmp_get(unsigned long addr)
+{
+	return addr & ~1UL;
+}
+
+USFT_END_DECLS
+
+#endif /* USFT_FTRACE_H */

@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * usft/usft.h - library extras that have no kernel counterpart: explicit
+ * initialisation, runtime options, counters, version and logging.
+ */
+#ifndef USFT_USFT_H
+#define USFT_USFT_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <usft/common.h>
+
+USFT_BEGIN_DECLS
+
+/**
+ * usft_init() - initialise the runtime now (it also initialises itself on
+ * first use).  Thread-safe and idempotent.
+ * Return: 0 or a negative errno (-ENODEV when the runtime is dead).
+ */
+USFT_API int usft_init(void);
+
+/**
+ * usft_set_option() - set one runtime option by name ("ops_trampolines",
+ * "sync", ...).  The same names are accepted in USFT_OPTIONS="a=1,b=2".
+ * Return: 0; -ENOENT unknown option; -EINVAL bad value; -EBUSY the option
+ * cannot change while ops are registered.
+ */
+USFT_API int usft_set_option(const char *name, const char *value);
+
+/** usft_get_option() - current value as a string into @buf. */
+USFT_API int usft_get_option(const char *name, char *buf, size_t len);
+
+/** usft_option_name() - name of option @i (0-based), NULL past the last. */
+USFT_API const char *usft_option_name(unsigned int i);
+
+/* Counters reported by usft_stat() and `usft stat`. */
+struct usft_stats {
+	size_t sz;			/* set by the caller: sizeof(struct usft_stats) */
+	unsigned long nr_sites;		/* records in all loaded objects */
+	unsigned long nr_objects;	/* objects with a site table */
+	unsigned long nr_enabled;	/* sites currently patched */
+	unsigned long nr_ops;		/* registered ops */
+	unsigned long nr_updates;	/* code-update passes run */
+	unsigned long nr_sites_written;	/* site rewrites performed */
+	unsigned long nr_syncs;		/* cross-thread synchronisations */
+	unsigned long nr_grace_periods;	/* tasks grace periods waited for */
+	unsigned long nr_trampolines;	/* per-ops trampolines alive */
+	unsigned long nr_int3_hits;	/* threads that hit a patch-in-progress INT3 */
+	unsigned long nr_direct_in_range;	/* direct sites patched straight */
+	unsigned long nr_direct_out_of_range;	/* direct sites via the caller */
+	int disabled;			/* ftrace_bug() fired */
+};
+
+/** usft_stat() - snapshot of the counters. Return: 0 or -EINVAL (bad sz). */
+USFT_API int usft_stat(struct usft_stats *st);
+
+/** usft_print_stat() - options and counters in `usft stat` format. */
+USFT_API void usft_print_stat(FILE *out);
+
+/** usft_version() - "MAJOR.MINOR.PATCH" */
+USFT_API const char *usft_version(void);
+
+enum usft_log_level { USFT_LOG_ERR, USFT_LOG_WARN, USFT_LOG_INFO, USFT_LOG_DEBUG };
+typedef void (*usft_print_fn_t)(enum usft_log_level level, const char *fmt,
+				va_list ap);
+
+/**
+ * usft_set_print() - replace the log sink (default: stderr, level from
+ * USFT_LOG=err|warn|info|debug, warn by default).  Return: the old one.
+ */
+USFT_API usft_print_fn_t usft_set_print(usft_print_fn_t fn);
+
+/**
+ * usft_site_bytes() - copy the current bytes of the site at @ip (a site or a
+ * function address) into @buf. Return: bytes copied or -EINVAL.
+ */
+USFT_API int usft_site_bytes(unsigned long ip, unsigned char *buf, size_t len);
+
+/**
+ * usft_kallsyms_lookup() - name of the function containing @addr.
+ * Return: the name (valid until the object is unloaded) or NULL.
+ */
+USFT_API const char *usft_kallsyms_lookup(unsigned long addr, unsigned long *offset);
+
+/** usft_lookup_name() - address of function @name (first match) or 0. */
+USFT_API unsigned long usft_lookup_name(const char *name);
+
+USFT_END_DECLS
+
+#endif /* USFT_USFT_H */
