@@ -96,7 +96,11 @@ struct ftrace_ops {
 	ftrace_func_t func;
 	struct ftrace_ops *next;
 	unsigned long flags;
+#ifdef __cplusplus
+	void *private_;		/* 'private' is a C++ keyword */
+#else
 	void *private;
+#endif
 	ftrace_func_t saved_func;
 	struct ftrace_ops_hash local_hash;
 	struct ftrace_ops_hash *func_hash;

@@ -13,6 +13,8 @@
 #ifndef __ASSEMBLER__
 #include <stddef.h>
 
+struct ftrace_regs;
+
 struct pt_regs {
 	unsigned long r15;
 	unsigned long r14;

@@ -1,0 +1,20 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * arch/x86_64/asm/ftrace.h - x86-64 constants for the core.
+ *
+ * Site states (5 bytes at rec->ip, after endbr64 when -fcf-protection):
+ *   compiled (gcc)   90 90 90 90 90        five 1-byte NOPs
+ *   compiled (clang) 0f 1f 44 00 08        one 5-byte NOP
+ *   disabled         0f 1f 44 00 00        canonical nop5 (x86_nops[5])
+ *   enabled          e8 <rel32>            call caller/trampoline/direct
+ *   enabled, jmp     e9 <rel32>            direct target with the jmp bit
+ *   transient        cc .. .. .. ..        INT3 while a batch is patched
+ */
+#ifndef USFT_X86_64_ASM_FTRACE_H
+#define USFT_X86_64_ASM_FTRACE_H
+
+#define MCOUNT_INSN_SIZE		5
+#define ARCH_HAS_FTRACE_REPLACE_CODE	1
+#define USFT_HAVE_WITH_REGS		1
+
+#endif

@@ -1,0 +1,233 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * arch/x86_64/entry.S - templates of ftrace_caller and ftrace_regs_caller
+ * (arch/x86/kernel/ftrace_64.S).  They are never executed in place: the
+ * runtime copies them into trampoline memory near the text they serve
+ * (one shared copy per window, plus one per ops for the per-ops
+ * trampolines) and fills the data words at their end.  Every memory
+ * reference is RIP-relative to the template's own data, so a copy needs no
+ * relocation.
+ *
+ * Entry: [rsp] = site + 5 (return into the function body),
+ *        [rsp+8] = the traced function's return address; rsp = 0 mod 16.
+ * The frame is struct __arch_ftrace_regs (usft/asm/x86_64.h).
+ */
+#include <usft/asm/x86_64.h>
+
+#define TASK_NEST	0
+#define TASK_GEN	8
+#define TASK_STATE	24
+#define FRAME		USFT_FREGS_SIZE
+
+	.section .note.GNU-stack, "", @progbits
+	.text
+
+.macro SAVE_ARGS
+	movq	%rax, USFT_PTREGS_AX(%rsp)
+	movq	%rcx, USFT_PTREGS_CX(%rsp)
+	movq	%rdx, USFT_PTREGS_DX(%rsp)
+	movq	%rsi, USFT_PTREGS_SI(%rsp)
+	movq	%rdi, USFT_PTREGS_DI(%rsp)
+	movq	%r8, USFT_PTREGS_R8(%rsp)
+	movq	%r9, USFT_PTREGS_R9(%rsp)
+	movq	%r10, USFT_PTREGS_R10(%rsp)
+	movq	%rbp, USFT_PTREGS_BP(%rsp)
+	movaps	%xmm0, USFT_FREGS_XMM+0x00(%rsp)
+	movaps	%xmm1, USFT_FREGS_XMM+0x10(%rsp)
+	movaps	%xmm2, USFT_FREGS_XMM+0x20(%rsp)
+	movaps	%xmm3, USFT_FREGS_XMM+0x30(%rsp)
+	movaps	%xmm4, USFT_FREGS_XMM+0x40(%rsp)
+	movaps	%xmm5, USFT_FREGS_XMM+0x50(%rsp)
+	movaps	%xmm6, USFT_FREGS_XMM+0x60(%rsp)
+	movaps	%xmm7, USFT_FREGS_XMM+0x70(%rsp)
+.endm
+
+.macro RESTORE_ARGS
+	movaps	USFT_FREGS_XMM+0x00(%rsp), %xmm0
+	movaps	USFT_FREGS_XMM+0x10(%rsp), %xmm1
+	movaps	USFT_FREGS_XMM+0x20(%rsp), %xmm2
+	movaps	USFT_FREGS_XMM+0x30(%rsp), %xmm3
+	movaps	USFT_FREGS_XMM+0x40(%rsp), %xmm4
+	movaps	USFT_FREGS_XMM+0x50(%rsp), %xmm5
+	movaps	USFT_FREGS_XMM+0x60(%rsp), %xmm6
+	movaps	USFT_FREGS_XMM+0x70(%rsp), %xmm7
+	movq	USFT_PTREGS_BP(%rsp), %rbp
+	movq	USFT_PTREGS_R10(%rsp), %r10
+	movq	USFT_PTREGS_R9(%rsp), %r9
+	movq	USFT_PTREGS_R8(%rsp), %r8
+	movq	USFT_PTREGS_DI(%rsp), %rdi
+	movq	USFT_PTREGS_SI(%rsp), %rsi
+	movq	USFT_PTREGS_DX(%rsp), %rdx
+	movq	USFT_PTREGS_CX(%rsp), %rcx
+	movq	USFT_PTREGS_AX(%rsp), %rax
+.endm
+
+/* tasks-RCU entry mark + first-entry registration; \data = template data base */
+.macro TASK_ENTER tpoff, regfn
+	movq	\tpoff(%rip), %r11
+	incq	%fs:TASK_NEST(%r11)
+	cmpl	$0, %fs:TASK_STATE(%r11)
+	jne	1f
+	call	*\regfn(%rip)
+1:
+.endm
+
+.macro TASK_EXIT tpoff
+	movq	\tpoff(%rip), %r11
+	decq	%fs:TASK_NEST(%r11)
+	jnz	2f
+	incq	%fs:TASK_GEN(%r11)
+2:
+.endm
+
+/* Args for the callback: ip (site), parent ip, op, fregs */
+.macro SET_CALLBACK_ARGS opp
+	movq	FRAME(%rsp), %rdi
+	movq	%rdi, USFT_PTREGS_IP(%rsp)
+	leaq	FRAME+8(%rsp), %rsi
+	movq	%rsi, USFT_PTREGS_SP(%rsp)
+	movq	(%rsi), %rsi
+	subq	$5, %rdi
+	movq	\opp(%rip), %rdx
+	movq	(%rdx), %rdx
+	movq	%rsp, %rcx
+.endm
+
+/* ------------------------------------------------------------------ */
+	.balign 16
+	.globl	ftrace_caller
+	.type	ftrace_caller, @function
+ftrace_caller:
+	leaq	-FRAME(%rsp), %rsp
+	SAVE_ARGS
+	movq	$0, USFT_PTREGS_ORIG_AX(%rsp)
+	movq	$0, USFT_PTREGS_CS(%rsp)
+	TASK_ENTER .Lc_tpoff, .Lc_regfn
+	SET_CALLBACK_ARGS .Lc_opp
+	.globl	ftrace_call
+ftrace_call:
+	movq	.Lc_funcp(%rip), %rax
+	call	*(%rax)
+	/* a callback may redirect the return (IPMODIFY) */
+	movq	USFT_PTREGS_IP(%rsp), %rax
+	movq	%rax, FRAME(%rsp)
+	TASK_EXIT .Lc_tpoff
+	RESTORE_ARGS
+	leaq	FRAME(%rsp), %rsp
+	ret
+	int3
+	.balign 8
+	.globl	ftrace_caller_data
+ftrace_caller_data:
+.Lc_tpoff:	.quad 0		/* TLS offset of usft_task */
+.Lc_regfn:	.quad 0		/* &usft_task_register */
+.Lc_opp:	.quad 0		/* &word holding the ops */
+.Lc_funcp:	.quad 0		/* &word holding the callback */
+.Lc_opv:	.quad 0		/* per-ops copies: the ops */
+.Lc_funcv:	.quad 0		/* per-ops copies: the callback */
+	.globl	ftrace_caller_end
+ftrace_caller_end:
+	.size	ftrace_caller, . - ftrace_caller
+
+/* ------------------------------------------------------------------ */
+	.balign 16
+	.globl	ftrace_regs_caller
+	.type	ftrace_regs_caller, @function
+ftrace_regs_caller:
+	leaq	-FRAME(%rsp), %rsp
+	pushfq
+	popq	USFT_PTREGS_FLAGS(%rsp)
+	SAVE_ARGS
+	movq	%r15, USFT_PTREGS_R15(%rsp)
+	movq	%r14, USFT_PTREGS_R14(%rsp)
+	movq	%r13, USFT_PTREGS_R13(%rsp)
+	movq	%r12, USFT_PTREGS_R12(%rsp)
+	movq	%r11, USFT_PTREGS_R11(%rsp)
+	movq	%rbx, USFT_PTREGS_BX(%rsp)
+	movq	$0, USFT_PTREGS_ORIG_AX(%rsp)
+	movq	$0x33, USFT_PTREGS_CS(%rsp)	/* user CS: marks a full pt_regs */
+	movq	$0x2b, USFT_PTREGS_SS(%rsp)
+	TASK_ENTER .Lr_tpoff, .Lr_regfn
+	SET_CALLBACK_ARGS .Lr_opp
+	.globl	ftrace_regs_call
+ftrace_regs_call:
+	movq	.Lr_funcp(%rip), %rax
+	call	*(%rax)
+	movq	USFT_PTREGS_IP(%rsp), %rax
+	movq	%rax, FRAME(%rsp)
+	TASK_EXIT .Lr_tpoff
+	movq	USFT_PTREGS_R15(%rsp), %r15
+	movq	USFT_PTREGS_R14(%rsp), %r14
+	movq	USFT_PTREGS_R13(%rsp), %r13
+	movq	USFT_PTREGS_R12(%rsp), %r12
+	movq	USFT_PTREGS_R11(%rsp), %r11
+	movq	USFT_PTREGS_BX(%rsp), %rbx
+	/* a direct trampoline was requested by call_direct_funcs() */
+	movq	USFT_PTREGS_ORIG_AX(%rsp), %rax
+	testq	%rax, %rax
+	.globl	ftrace_regs_caller_jmp
+ftrace_regs_caller_jmp:
+	jnz	.Lr_direct
+	RESTORE_ARGS
+	pushq	USFT_PTREGS_FLAGS(%rsp)
+	popfq
+	leaq	FRAME(%rsp), %rsp
+	ret
+	int3
+.Lr_direct:
+	testq	$1, %rax
+	jnz	.Lr_direct_jmp
+	/*
+	 * call mode: put the target just below the return-into-body slot
+	 * (the last word of the frame), restore, and "return" into it: the
+	 * trampoline sees [rsp] = return into the body, as after a call.
+	 */
+	movq	%rax, FRAME-8(%rsp)
+	movaps	USFT_FREGS_XMM+0x00(%rsp), %xmm0
+	movaps	USFT_FREGS_XMM+0x10(%rsp), %xmm1
+	movaps	USFT_FREGS_XMM+0x20(%rsp), %xmm2
+	movaps	USFT_FREGS_XMM+0x30(%rsp), %xmm3
+	movaps	USFT_FREGS_XMM+0x40(%rsp), %xmm4
+	movaps	USFT_FREGS_XMM+0x50(%rsp), %xmm5
+	movaps	USFT_FREGS_XMM+0x60(%rsp), %xmm6
+	movq	USFT_FREGS_XMM+0x70(%rsp), %xmm7	/* low half only: the high half holds the target */
+	movq	USFT_PTREGS_BP(%rsp), %rbp
+	movq	USFT_PTREGS_R10(%rsp), %r10
+	movq	USFT_PTREGS_R9(%rsp), %r9
+	movq	USFT_PTREGS_R8(%rsp), %r8
+	movq	USFT_PTREGS_DI(%rsp), %rdi
+	movq	USFT_PTREGS_SI(%rsp), %rsi
+	movq	USFT_PTREGS_DX(%rsp), %rdx
+	movq	USFT_PTREGS_CX(%rsp), %rcx
+	movq	USFT_PTREGS_AX(%rsp), %rax
+	pushq	USFT_PTREGS_FLAGS(%rsp)
+	popfq
+	leaq	FRAME-8(%rsp), %rsp
+	/* keep the return stack buffer balanced, as the kernel does */
+	call	3f
+	int3
+3:	addq	$8, %rsp
+	ret
+	int3
+.Lr_direct_jmp:
+	/* jmp mode: the target takes the return-into-body slot */
+	andq	$-2, %rax
+	movq	%rax, FRAME(%rsp)
+	RESTORE_ARGS
+	pushq	USFT_PTREGS_FLAGS(%rsp)
+	popfq
+	leaq	FRAME(%rsp), %rsp
+	ret
+	int3
+	.balign 8
+	.globl	ftrace_regs_caller_data
+ftrace_regs_caller_data:
+.Lr_tpoff:	.quad 0
+.Lr_regfn:	.quad 0
+.Lr_opp:	.quad 0
+.Lr_funcp:	.quad 0
+.Lr_opv:	.quad 0
+.Lr_funcv:	.quad 0
+	.globl	ftrace_regs_caller_end
+ftrace_regs_caller_end:
+	.size	ftrace_regs_caller, . - ftrace_regs_caller

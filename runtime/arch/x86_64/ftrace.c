@@ -1,0 +1,488 @@
+// SPDX-License-Identifier: MIT
+/*
+ * arch/x86_64/ftrace.c - the x86-64 hooks of core/arch.h
+ * (arch/x86/kernel/ftrace.c).
+ *
+ * Userspace difference: program text is spread over objects that can be
+ * terabytes apart, beyond rel32.  Each object gets a near window of
+ * trampoline memory holding its own copies of ftrace_caller and
+ * ftrace_regs_caller (the analogue of arm64's per-module ftrace PLTs, but
+ * full copies so there is no extra jump) and the per-ops trampolines its
+ * sites use.  FTRACE_ADDR, FTRACE_REGS_ADDR and ops->trampoline are tokens
+ * that resolve to the copy in the record's window.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "core/arch.h"
+#include "core/text.h"
+#include "mem/execmem.h"
+#include "insn.h"
+
+extern const char ftrace_caller_data[], ftrace_caller_end[];
+extern const char ftrace_regs_caller_data[], ftrace_regs_caller_end[];
+extern const char ftrace_regs_caller_jmp[];
+
+/* what the shared callers call (kernel: the patched call at ftrace_call) */
+ftrace_func_t x86_ftrace_call_func = ftrace_stub;
+
+/* data words at the end of each template, in order */
+struct tramp_data {
+	unsigned long tpoff;
+	unsigned long regfn;
+	unsigned long opp;
+	unsigned long funcp;
+	unsigned long opv;
+	unsigned long funcv;
+};
+
+struct obj_arch {
+	struct usft_window *w;
+	unsigned long caller, regs_caller;
+};
+
+struct tramp_copy {
+	struct usft_window *w;
+	unsigned long addr;
+};
+
+#define MAX_COPIES 16
+struct usft_ops_private {
+	struct usft_ops_private *next;
+	struct ftrace_ops *ops;
+	bool regs;
+	size_t size;
+	unsigned int nr;
+	struct tramp_copy copy[MAX_COPIES];
+};
+static struct usft_ops_private *tramps;
+
+#define REACH (1UL << 31)
+
+static size_t tmpl_size(bool regs)
+{
+	return regs ? (size_t)(ftrace_regs_caller_end - ftrace_regs_caller)
+		    : (size_t)(ftrace_caller_end - ftrace_caller);
+}
+
+static size_t tmpl_data_off(bool regs)
+{
+	return regs ? (size_t)(ftrace_regs_caller_data - ftrace_regs_caller)
+		    : (size_t)(ftrace_caller_data - ftrace_caller);
+}
+
+/*
+ * Build a copy of a template in @w.  @ops NULL: a shared caller reading
+ * function_trace_op / x86_ftrace_call_func; else a per-ops trampoline with
+ * the ops and its callback baked in (kernel create_trampoline()).
+ */
+static unsigned long make_copy(struct usft_window *w, bool regs, struct ftrace_ops *ops)
+{
+	size_t size = tmpl_size(regs), doff = tmpl_data_off(regs);
+	unsigned char *buf;
+	struct tramp_data *d;
+	unsigned long addr;
+	int ret;
+
+	addr = usft_execmem_alloc(w, size);
+	if (!addr)
+		return 0;
+	buf = malloc(size);
+	if (!buf)
+		return 0;
+	memcpy(buf, regs ? ftrace_regs_caller : ftrace_caller, size);
+	d = (struct tramp_data *)(buf + doff);
+	d->tpoff = usft_task_tpoff();
+	d->regfn = (unsigned long)usft_task_register;
+	if (ops) {
+		d->opv = (unsigned long)ops;
+		d->funcv = (unsigned long)ftrace_ops_get_func(ops);
+		d->opp = addr + doff + offsetof(struct tramp_data, opv);
+		d->funcp = addr + doff + offsetof(struct tramp_data, funcv);
+		/* a per-ops trampoline never serves a direct ops: no orig_ax test */
+		if (regs) {
+			unsigned char *jnz = buf + (ftrace_regs_caller_jmp - ftrace_regs_caller);
+
+			if (jnz[0] != 0x75) {	/* the template must keep a 2-byte jnz */
+				free(buf);
+				return 0;
+			}
+			memcpy(jnz, "\x66\x90", 2);
+		}
+	} else {
+		d->opp = (unsigned long)&function_trace_op;
+		d->funcp = (unsigned long)&x86_ftrace_call_func;
+	}
+	ret = x86_text_copy(addr, buf, size);
+	free(buf);
+	if (ret) {
+		usft_execmem_free(w, addr, size);
+		return 0;
+	}
+	return addr;
+}
+
+static struct usft_window *window_for(unsigned long lo, unsigned long hi)
+{
+	if (usft_opts.tramp_placement == 1)
+		return usft_window_far();
+	return usft_window_near(lo, hi, REACH - 4096);
+}
+
+static struct obj_arch *obj_arch(struct usft_object *obj)
+{
+	struct obj_arch *a = obj->window;
+
+	if (a)
+		return a;
+	a = calloc(1, sizeof(*a));
+	if (!a)
+		return NULL;
+	/* the shared callers must be in reach whatever the placement option */
+	a->w = usft_window_near(obj->text_lo, obj->text_hi, REACH - 4096);
+	if (a->w) {
+		a->caller = make_copy(a->w, false, NULL);
+		a->regs_caller = make_copy(a->w, true, NULL);
+	}
+	if (!a->w || !a->caller || !a->regs_caller) {
+		pr_err("usft: %s: no trampoline memory within reach of its text\n", obj->path);
+		free(a);
+		return NULL;
+	}
+	obj->window = a;
+	return a;
+}
+
+void arch_ftrace_object_removed(struct usft_object *obj)
+{
+	/* the window stays mapped: threads may still return through it */
+	free(obj->window);
+	obj->window = NULL;
+}
+
+static struct usft_object *object_of(unsigned long ip)
+{
+	for (struct usft_object *obj = usft_objects; obj; obj = obj->next)
+		if (ip >= obj->text_lo && ip < obj->text_hi)
+			return obj;
+	return NULL;
+}
+
+static struct usft_ops_private *find_tramp(unsigned long primary)
+{
+	for (struct usft_ops_private *p = tramps; p; p = p->next)
+		if (p->nr && p->copy[0].addr == primary)
+			return p;
+	return NULL;
+}
+
+/*
+ * Resolve @addr for the site at @ip.  Return: the real branch target, or 0
+ * when no copy in reach exists (and @create is false or creation failed).
+ */
+static unsigned long resolve(unsigned long ip, unsigned long addr, bool create)
+{
+	struct usft_ops_private *p;
+	struct usft_object *obj;
+	struct obj_arch *a;
+
+	addr = ftrace_jmp_get(addr);
+	if (addr != FTRACE_ADDR && addr != FTRACE_REGS_ADDR) {
+		p = find_tramp(addr);
+		if (!p)
+			return addr;	/* a direct trampoline: used as is */
+		for (unsigned int i = 0; i < p->nr; i++)
+			if (x86_rel32_ok(ip, p->copy[i].addr) &&
+			    x86_rel32_ok(ip, p->copy[i].addr + p->size))
+				return p->copy[i].addr;
+		if (!create || p->nr == MAX_COPIES)
+			return 0;
+		obj = object_of(ip);
+		if (!obj)
+			return 0;
+		{
+			struct usft_window *w = window_for(obj->text_lo, obj->text_hi);
+			unsigned long t = w ? make_copy(w, p->regs, p->ops) : 0;
+
+			if (!t || !x86_rel32_ok(ip, t))
+				return 0;
+			p->copy[p->nr].w = w;
+			p->copy[p->nr].addr = t;
+			p->nr++;
+			return t;
+		}
+	}
+	obj = object_of(ip);
+	if (!obj)
+		return 0;
+	a = obj_arch(obj);
+	if (!a)
+		return 0;
+	return addr == FTRACE_ADDR ? a->caller : a->regs_caller;
+}
+
+bool arch_ftrace_reachable(unsigned long ip, unsigned long addr)
+{
+	addr = ftrace_jmp_get(addr);
+	if (addr == FTRACE_ADDR || addr == FTRACE_REGS_ADDR || find_tramp(addr))
+		return true;
+	return x86_rel32_ok(ip, addr);
+}
+
+/* kernel ftrace_call_replace(): call, or jmp for a jmp-marked direct address */
+static int call_replace(unsigned char *buf, unsigned long ip, unsigned long addr, bool create)
+{
+	bool jmp = ftrace_is_jmp(addr) && usft_opts.jmp;
+	unsigned long target = resolve(ip, addr, create);
+
+	if (!target || !x86_encode_branch(buf, ip, target, jmp))
+		return -ENOMEM;
+	return 0;
+}
+
+int ftrace_dyn_arch_init(void)
+{
+	usft_sync_init();
+	x86_poke_init();
+	return 0;
+}
+
+unsigned long ftrace_call_adjust(unsigned long addr)
+{
+	return addr;
+}
+
+static int ftrace_verify_code(unsigned long ip, const unsigned char *old)
+{
+	if (memcmp((const void *)ip, old, MCOUNT_INSN_SIZE))
+		return -EINVAL;
+	return 0;
+}
+
+int ftrace_init_nop(struct dyn_ftrace *rec)
+{
+	const unsigned char *p = (const unsigned char *)rec->ip;
+	static const unsigned char gcc[5] = { 0x90, 0x90, 0x90, 0x90, 0x90 };
+
+	/* make sure the site's object has its callers before anything calls */
+	if (!resolve(rec->ip, FTRACE_ADDR, true))
+		return -ENOMEM;
+	if (!memcmp(p, X86_NOP5, 5))
+		return 0;
+	if (!memcmp(p, gcc, 5))
+		return x86_poke_queue(rec->ip, (const unsigned char *)X86_NOP5, 5, true);
+	/* clang: one 5-byte "nopl disp8(%rax,%rax,1)" of any displacement */
+	if (!memcmp(p, X86_NOP5, 4))
+		return x86_poke_queue(rec->ip, (const unsigned char *)X86_NOP5, 5, false);
+	ftrace_expected = X86_NOP5;
+	return -EINVAL;
+}
+
+int ftrace_make_call(struct dyn_ftrace *rec, unsigned long addr)
+{
+	unsigned char buf[5];
+
+	if (ftrace_verify_code(rec->ip, (const unsigned char *)X86_NOP5))
+		return -EINVAL;
+	if (call_replace(buf, rec->ip, addr, true))
+		return -EINVAL;
+	return x86_poke_queue(rec->ip, buf, 5, false);
+}
+
+int ftrace_make_nop(struct dyn_ftrace *rec, unsigned long addr)
+{
+	unsigned char old[5];
+
+	if (call_replace(old, rec->ip, addr, false) || ftrace_verify_code(rec->ip, old))
+		return -EINVAL;
+	return x86_poke_queue(rec->ip, (const unsigned char *)X86_NOP5, 5, false);
+}
+
+int ftrace_modify_call(struct dyn_ftrace *rec, unsigned long old_addr, unsigned long addr)
+{
+	unsigned char old[5], buf[5];
+
+	if (call_replace(old, rec->ip, old_addr, false) || ftrace_verify_code(rec->ip, old))
+		return -EINVAL;
+	if (call_replace(buf, rec->ip, addr, true))
+		return -EINVAL;
+	return x86_poke_queue(rec->ip, buf, 5, false);
+}
+
+/*
+ * kernel x86 ftrace_replace_code(): pass 1 checks every site that will
+ * change against what its record says it is (nothing written on any
+ * mismatch); pass 2 queues the new bytes and updates the records; then one
+ * INT3 batch writes them all.
+ */
+void ftrace_replace_code(int enable)
+{
+	struct ftrace_page *pg;
+	struct dyn_ftrace *rec;
+	unsigned char old[5], buf[5];
+	int ret;
+
+	do_for_each_ftrace_rec(pg, rec) {
+		if (rec->flags & FTRACE_FL_DISABLED)
+			continue;
+		ret = ftrace_test_record(rec, enable);
+		switch (ret) {
+		case FTRACE_UPDATE_MAKE_CALL:
+			memcpy(old, X86_NOP5, 5);
+			break;
+		case FTRACE_UPDATE_MODIFY_CALL:
+		case FTRACE_UPDATE_MAKE_NOP:
+			if (call_replace(old, rec->ip, ftrace_get_addr_curr(rec), false)) {
+				ftrace_bug(-EINVAL, rec);
+				return;
+			}
+			break;
+		default:
+			continue;
+		}
+		if (ftrace_verify_code(rec->ip, old)) {
+			ftrace_expected = old;
+			ftrace_bug(-EINVAL, rec);
+			ftrace_expected = NULL;
+			return;
+		}
+		/* create the target's copy in reach now, before anything is written */
+		if (ret != FTRACE_UPDATE_MAKE_NOP &&
+		    call_replace(buf, rec->ip, ftrace_get_addr_new(rec), true)) {
+			ftrace_bug(-ENOMEM, rec);
+			return;
+		}
+	} while_for_each_ftrace_rec();
+
+	do_for_each_ftrace_rec(pg, rec) {
+		if (rec->flags & FTRACE_FL_DISABLED)
+			continue;
+		ret = ftrace_test_record(rec, enable);
+		switch (ret) {
+		case FTRACE_UPDATE_MODIFY_CALL:
+		case FTRACE_UPDATE_MAKE_CALL:
+			if (call_replace(buf, rec->ip, ftrace_get_addr_new(rec), true)) {
+				ftrace_bug(-ENOMEM, rec);
+				return;
+			}
+			break;
+		case FTRACE_UPDATE_MAKE_NOP:
+			memcpy(buf, X86_NOP5, 5);
+			break;
+		default:
+			continue;
+		}
+		if (x86_poke_queue(rec->ip, buf, 5, false)) {
+			ftrace_bug(-ENOMEM, rec);
+			return;
+		}
+		ftrace_update_record(rec, enable);
+		if (rec->flags & FTRACE_FL_ENABLED) {
+			if (ret == FTRACE_UPDATE_MAKE_CALL)
+				usft_counters.nr_enabled++;
+		} else {
+			usft_counters.nr_enabled--;
+		}
+	} while_for_each_ftrace_rec();
+}
+
+int ftrace_update_ftrace_func(ftrace_func_t func)
+{
+	smp_store_release(&x86_ftrace_call_func, func);
+	return 0;
+}
+
+int ftrace_arch_code_modify_prepare(void)
+{
+	return 0;
+}
+
+int ftrace_arch_code_modify_post_process(void)
+{
+	return x86_poke_flush();
+}
+
+/* kernel arch_ftrace_update_trampoline() */
+void arch_ftrace_update_trampoline(struct ftrace_ops *ops)
+{
+	struct usft_ops_private *p;
+	struct usft_object *obj;
+	struct usft_window *w = NULL;
+	unsigned long t;
+
+	if (ops->trampoline) {
+		if (!(ops->flags & FTRACE_OPS_FL_ALLOC_TRAMP) || !ops->usft)
+			return;
+		/* re-registered static ops: re-point the callback in every copy */
+		p = ops->usft;
+		for (unsigned int i = 0; i < p->nr; i++) {
+			unsigned long word = p->copy[i].addr + tmpl_data_off(p->regs) +
+					     offsetof(struct tramp_data, funcv);
+			unsigned long f = (unsigned long)ftrace_ops_get_func(ops);
+
+			if (!usft_text_open(word, 8))
+				__atomic_store_n((unsigned long *)word, f, __ATOMIC_RELEASE);
+			usft_text_close_all();
+		}
+		return;
+	}
+	if (!usft_opts.ops_trampolines)
+		return;
+	for (obj = usft_objects; obj; obj = obj->next)
+		if (obj->nr_recs)
+			break;
+	if (!obj)
+		return;
+	w = window_for(obj->text_lo, obj->text_hi);
+	if (!w)
+		return;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return;
+	p->ops = ops;
+	p->regs = ops->flags & FTRACE_OPS_FL_SAVE_REGS;
+	p->size = tmpl_size(p->regs);
+	t = make_copy(w, p->regs, ops);
+	if (!t) {
+		free(p);
+		return;
+	}
+	p->copy[0].w = w;
+	p->copy[0].addr = t;
+	p->nr = 1;
+	p->next = tramps;
+	tramps = p;
+	ops->usft = p;
+	ops->trampoline = t;
+	ops->trampoline_size = p->size;
+	ops->flags |= FTRACE_OPS_FL_ALLOC_TRAMP;
+	usft_counters.nr_trampolines++;
+}
+
+void arch_ftrace_trampoline_free(struct ftrace_ops *ops)
+{
+	struct usft_ops_private *p = ops->usft, **pp;
+
+	if (!p)
+		return;
+	for (pp = &tramps; *pp; pp = &(*pp)->next)
+		if (*pp == p) {
+			*pp = p->next;
+			break;
+		}
+	for (unsigned int i = 0; i < p->nr; i++)
+		usft_execmem_free(p->copy[i].w, p->copy[i].addr, p->size);
+	free(p);
+	ops->usft = NULL;
+	ops->trampoline = 0;
+	ops->trampoline_size = 0;
+	ops->flags &= ~FTRACE_OPS_FL_ALLOC_TRAMP;
+	usft_counters.nr_trampolines--;
+}
+
+int arch_ftrace_site_bytes(unsigned long ip, unsigned char *buf, size_t len)
+{
+	if (len > MCOUNT_INSN_SIZE)
+		len = MCOUNT_INSN_SIZE;
+	memcpy(buf, (const void *)ip, len);
+	return (int)len;
+}

@@ -1,0 +1,246 @@
+// SPDX-License-Identifier: MIT
+/*
+ * arch/x86_64/text_poke.c - cross-modifying a running program's text with
+ * the kernel's INT3 protocol (smp_text_poke_batch_add/finish):
+ *
+ *   1. write INT3 over the first byte of every queued site;   sync
+ *   2. (gcc's 1-byte NOPs only) move threads stopped inside a site past it
+ *   3. write bytes 1..len-1;                                   sync
+ *   4. write the new first byte;                               sync
+ *
+ * "sync" is membarrier(PRIVATE_EXPEDITED_SYNC_CORE): every thread passes a
+ * serialising instruction.  A thread that hits an INT3 meanwhile gets
+ * SIGTRAP; the handler finds the site in the batch and emulates the
+ * instruction being installed (call: push the return address and jump; jmp;
+ * NOP: skip), or, if the INT3 is already gone, re-executes the final bytes.
+ * Traps that are not ours go to the handler that was installed before.
+ */
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <ucontext.h>
+#include "core/internal.h"
+#include "core/text.h"
+#include "insn.h"
+
+struct poke_entry {
+	unsigned long addr;
+	unsigned char newb[8];
+	int len;
+	bool relocate;
+};
+
+static struct poke_entry *poke_vec;
+static size_t poke_nr, poke_cap;
+static int poke_active;		/* the SIGTRAP handler may read poke_vec */
+static int poke_refs;		/* handlers currently reading poke_vec */
+static struct sigaction old_trap;
+
+bool x86_encode_branch(unsigned char *buf, unsigned long ip, unsigned long target, bool jmp)
+{
+	int rel;
+
+	if (!x86_rel32_ok(ip, target))
+		return false;
+	rel = (int)(long)(target - (ip + 5));
+	buf[0] = jmp ? JMP32_INSN_OPCODE : CALL_INSN_OPCODE;
+	memcpy(buf + 1, &rel, 4);
+	return true;
+}
+
+static int poke_cmp(const void *k, const void *e)
+{
+	unsigned long a = *(const unsigned long *)k;
+	const struct poke_entry *p = e;
+
+	return a < p->addr ? -1 : a > p->addr;
+}
+
+static int entry_cmp(const void *a, const void *b)
+{
+	const struct poke_entry *x = a, *y = b;
+
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+static void emulate(const struct poke_entry *e, ucontext_t *uc)
+{
+	greg_t *g = uc->uc_mcontext.gregs;
+	int rel;
+
+	switch (e->newb[0]) {
+	case CALL_INSN_OPCODE:
+		memcpy(&rel, e->newb + 1, 4);
+		g[REG_RSP] -= 8;
+		*(unsigned long *)g[REG_RSP] = e->addr + 5;
+		g[REG_RIP] = (greg_t)(e->addr + 5 + (long)rel);
+		break;
+	case JMP32_INSN_OPCODE:
+		memcpy(&rel, e->newb + 1, 4);
+		g[REG_RIP] = (greg_t)(e->addr + 5 + (long)rel);
+		break;
+	default:	/* a NOP */
+		g[REG_RIP] = (greg_t)(e->addr + e->len);
+		break;
+	}
+}
+
+static void usft_sigtrap(int sig, siginfo_t *si, void *ctx)
+{
+	ucontext_t *uc = ctx;
+	unsigned long ip = (unsigned long)uc->uc_mcontext.gregs[REG_RIP] - 1;
+	int saved = errno;
+
+	if (si->si_code == SI_KERNEL) {
+		const struct poke_entry *e = NULL;
+
+		__atomic_add_fetch(&poke_refs, 1, __ATOMIC_SEQ_CST);
+		if (__atomic_load_n(&poke_active, __ATOMIC_SEQ_CST))
+			e = bsearch(&ip, poke_vec, poke_nr, sizeof(*poke_vec), poke_cmp);
+		if (e)
+			emulate(e, uc);
+		__atomic_sub_fetch(&poke_refs, 1, __ATOMIC_SEQ_CST);
+		if (e) {
+			usft_count(nr_int3_hits);
+			goto out;
+		}
+		/* our INT3 was already replaced: run the final instruction */
+		if (*(volatile unsigned char *)ip != INT3_INSN_OPCODE) {
+			uc->uc_mcontext.gregs[REG_RIP] = (greg_t)ip;
+			usft_count(nr_int3_hits);
+			goto out;
+		}
+	}
+	if (old_trap.sa_flags & SA_SIGINFO) {
+		if (old_trap.sa_sigaction) {
+			old_trap.sa_sigaction(sig, si, ctx);
+			goto out;
+		}
+	} else if (old_trap.sa_handler == SIG_IGN) {
+		goto out;
+	} else if (old_trap.sa_handler != SIG_DFL) {
+		old_trap.sa_handler(sig);
+		goto out;
+	}
+	/* default action: die with SIGTRAP as the program would have */
+	signal(SIGTRAP, SIG_DFL);
+	raise(SIGTRAP);
+out:
+	errno = saved;
+}
+
+static void install_trap_handler(void)
+{
+	struct sigaction sa, cur;
+
+	if (sigaction(SIGTRAP, NULL, &cur) == 0 && (cur.sa_flags & SA_SIGINFO) &&
+	    cur.sa_sigaction == usft_sigtrap)
+		return;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = usft_sigtrap;
+	sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK | SA_NODEFER;
+	sigemptyset(&sa.sa_mask);
+	/* someone replaced ours since: chain to theirs from now on */
+	sigaction(SIGTRAP, &sa, &old_trap);
+}
+
+void x86_poke_init(void)
+{
+	install_trap_handler();
+}
+
+int x86_poke_queue(unsigned long addr, const unsigned char *newb, int len, bool relocate)
+{
+	struct poke_entry *e;
+
+	if (poke_nr == poke_cap) {
+		size_t cap = poke_cap ? poke_cap * 2 : 256;
+		struct poke_entry *n;
+
+		/* never realloc under a live handler: the vector is idle here */
+		n = realloc(poke_vec, cap * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		poke_vec = n;
+		poke_cap = cap;
+	}
+	e = &poke_vec[poke_nr++];
+	e->addr = addr;
+	memcpy(e->newb, newb, len);
+	e->len = len;
+	e->relocate = relocate;
+	return 0;
+}
+
+static void relocate_thread(ucontext_t *uc, void *arg)
+{
+	unsigned long ip = (unsigned long)uc->uc_mcontext.gregs[REG_RIP];
+	const struct poke_entry *e = NULL;
+	size_t lo = 0, hi = poke_nr;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (poke_vec[mid].addr < ip) {
+			e = &poke_vec[mid];
+			lo = mid + 1;
+		} else {
+			hi = mid;
+		}
+	}
+	if (e && e->relocate && ip > e->addr && ip < e->addr + e->len)
+		uc->uc_mcontext.gregs[REG_RIP] = (greg_t)(e->addr + e->len);
+}
+
+int x86_poke_flush(void)
+{
+	bool relocate = false;
+	size_t i;
+	int ret = 0;
+
+	if (!poke_nr)
+		return 0;
+	install_trap_handler();
+	qsort(poke_vec, poke_nr, sizeof(*poke_vec), entry_cmp);
+	for (i = 0; i < poke_nr && !ret; i++) {
+		ret = usft_text_open(poke_vec[i].addr, poke_vec[i].len);
+		relocate |= poke_vec[i].relocate;
+	}
+	if (ret) {
+		usft_text_close_all();
+		poke_nr = 0;
+		return ret;
+	}
+	__atomic_store_n(&poke_active, 1, __ATOMIC_SEQ_CST);
+
+	for (i = 0; i < poke_nr; i++)
+		*(volatile unsigned char *)poke_vec[i].addr = INT3_INSN_OPCODE;
+	usft_sync_core();
+	if (relocate && usft_nr_threads() > 1)
+		usft_threads_rendezvous(relocate_thread, NULL);
+	for (i = 0; i < poke_nr; i++)
+		for (int k = 1; k < poke_vec[i].len; k++)
+			((volatile unsigned char *)poke_vec[i].addr)[k] = poke_vec[i].newb[k];
+	usft_sync_core();
+	for (i = 0; i < poke_nr; i++)
+		*(volatile unsigned char *)poke_vec[i].addr = poke_vec[i].newb[0];
+	usft_sync_core();
+
+	__atomic_store_n(&poke_active, 0, __ATOMIC_SEQ_CST);
+	while (__atomic_load_n(&poke_refs, __ATOMIC_SEQ_CST))
+		;
+	usft_counters.nr_sites_written += poke_nr;
+	poke_nr = 0;
+	return usft_text_close_all();
+}
+
+int x86_text_copy(unsigned long dst, const void *src, size_t len)
+{
+	int ret = usft_text_open(dst, len);
+
+	if (!ret)
+		memcpy((void *)dst, src, len);
+	ret |= usft_text_close_all();
+	usft_sync_core();
+	return ret ? -EPERM : 0;
+}

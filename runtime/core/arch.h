@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * core/arch.h - THE arch contract.  The core calls only these; each backend
+ * (runtime/arch/<arch>/) implements them.  Patch hooks keep the kernel's
+ * return contract: 0, -EFAULT (could not read), -EINVAL (bytes differ from
+ * what the record says they are), -EPERM (could not write).
+ *
+ * Addresses passed as "addr" are either a real target (a direct trampoline)
+ * or one of the tokens FTRACE_ADDR, FTRACE_REGS_ADDR or an ops' trampoline
+ * (ops->trampoline).  The backend resolves a token to the copy of that code
+ * that is in branch range of the record (userspace text is spread over
+ * objects far apart; each object gets a near window, see runtime/mem).
+ */
+#ifndef USFT_CORE_ARCH_H
+#define USFT_CORE_ARCH_H
+
+#include "core/internal.h"
+#include "asm/ftrace.h"
+
+/* Templates in arch assembly; never executed in place. */
+extern const char ftrace_caller[], ftrace_regs_caller[];
+#define FTRACE_ADDR		((unsigned long)ftrace_caller)
+#define FTRACE_REGS_ADDR	((unsigned long)ftrace_regs_caller)
+
+/**
+ * ftrace_dyn_arch_init() - probe the CPU/ABI once, before any record exists.
+ * Return: 0 or -errno.
+ */
+int ftrace_dyn_arch_init(void);
+
+/**
+ * ftrace_call_adjust() - entry of __patchable_function_entries -> rec->ip.
+ * Return: the site, or 0 to drop a misaligned/invalid entry.
+ */
+unsigned long ftrace_call_adjust(unsigned long addr);
+
+/**
+ * ftrace_init_nop() - queue the conversion of the compiler's NOPs at @rec to
+ * the canonical disabled form (flushed by ftrace_arch_code_modify_post_process()).
+ * Called with ftrace_lock held.  Return: 0, -EFAULT, -EINVAL (unknown bytes).
+ */
+int ftrace_init_nop(struct dyn_ftrace *rec);
+
+/** ftrace_make_call() - NOP -> call @addr at @rec (queued in the batch). */
+int ftrace_make_call(struct dyn_ftrace *rec, unsigned long addr);
+/** ftrace_make_nop() - call @addr -> NOP at @rec. */
+int ftrace_make_nop(struct dyn_ftrace *rec, unsigned long addr);
+/** ftrace_modify_call() - call @old_addr -> call @addr at @rec. */
+int ftrace_modify_call(struct dyn_ftrace *rec, unsigned long old_addr, unsigned long addr);
+
+/**
+ * ftrace_replace_code() - the whole-record pass of ftrace_modify_all_code().
+ * @enable: FTRACE_UPDATE_CALLS (1) or disable everything (0).
+ * x86-64 overrides the generic one: verify every site first, then batch.
+ */
+void ftrace_replace_code(int enable);
+
+/** ftrace_update_ftrace_func() - what the shared callers call. */
+int ftrace_update_ftrace_func(ftrace_func_t func);
+
+/** open/close a code-modification section (flushes the text batch). */
+int ftrace_arch_code_modify_prepare(void);
+int ftrace_arch_code_modify_post_process(void);
+
+/**
+ * arch_ftrace_update_trampoline() - create (or update the callback inside)
+ * @ops' trampoline, setting ops->trampoline and FTRACE_OPS_FL_ALLOC_TRAMP.
+ * Leaves ops->trampoline 0 when trampolines are off or impossible.
+ */
+void arch_ftrace_update_trampoline(struct ftrace_ops *ops);
+/** arch_ftrace_trampoline_free() - after the tasks grace period. */
+void arch_ftrace_trampoline_free(struct ftrace_ops *ops);
+
+/**
+ * arch_ftrace_reachable() - can the site at @ip branch to @addr directly?
+ * Tokens (callers, ops trampolines) are always reachable (a window copy).
+ */
+bool arch_ftrace_reachable(unsigned long ip, unsigned long addr);
+
+/** arch_ftrace_site_bytes() - the current bytes of the site, for users. */
+int arch_ftrace_site_bytes(unsigned long ip, unsigned char *buf, size_t len);
+
+/** arch_ftrace_object_removed() - forget near-window state of @obj. */
+void arch_ftrace_object_removed(struct usft_object *obj);
+
+#endif /* USFT_CORE_ARCH_H */

@@ -1,0 +1,394 @@
+// SPDX-License-Identifier: MIT
+/*
+ * core/filter.c - set_ftrace_filter syntax and the filter/notrace setters
+ * (kernel: filter_parse_regex(), ftrace_match(), glob_match(),
+ * match_records(), ftrace_set_hash(), ftrace_match_addr()).
+ */
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+#include "core/internal.h"
+
+enum regex_type {
+	MATCH_FULL,
+	MATCH_FRONT_ONLY,
+	MATCH_MIDDLE_ONLY,
+	MATCH_END_ONLY,
+	MATCH_GLOB,
+	MATCH_INDEX,
+};
+
+/* Shell-style glob: '*', '?', '[a-z]', '[!x]' / '[^x]', '\\' escapes. */
+bool usft_glob_match(const char *pat, const char *str)
+{
+	const char *back_pat = NULL, *back_str = NULL;
+
+	for (;;) {
+		unsigned char c = *str++;
+		unsigned char d = *pat++;
+
+		switch (d) {
+		case '?':
+			if (!c)
+				return false;
+			break;
+		case '*':
+			if (!*pat)
+				return true;
+			back_pat = pat;
+			back_str = --str;
+			break;
+		case '[': {
+			bool match = false, inverted = (*pat == '!' || *pat == '^');
+			const char *cls = pat + inverted;
+			unsigned char a = *cls++;
+
+			if (!c)
+				return false;
+			/* ']' right after '[' is literal; a missing ']' makes '[' literal */
+			do {
+				unsigned char b = a;
+
+				if (a == '\0')
+					goto literal;
+				if (cls[0] == '-' && cls[1] != ']' && cls[1]) {
+					b = cls[1];
+					if (b == '\0')
+						goto literal;
+					cls += 2;
+				}
+				match |= (a <= c && c <= b);
+			} while ((a = *cls++) != ']');
+			if (match == inverted)
+				goto backtrack;
+			pat = cls;
+			break;
+		}
+literal:
+			if (c != '[')
+				goto backtrack;
+			break;
+		case '\\':
+			d = *pat++;
+			if (!d)
+				d = '\\', pat--;
+			/* fallthrough */
+		default:
+			if (c == d) {
+				if (!d)
+					return true;
+				break;
+			}
+backtrack:
+			if (!c || !back_pat)
+				return false;
+			pat = back_pat;
+			str = ++back_str;
+			break;
+		}
+	}
+}
+
+struct func_glob {
+	enum regex_type type;
+	const char *search;
+	size_t len;
+	bool not;
+};
+
+/* kernel filter_parse_regex(): classify a token, strip the '*'s that define it */
+static void parse_glob(char *tok, struct func_glob *g)
+{
+	size_t len;
+	char *s = tok;
+
+	g->not = false;
+	if (*s == '!') {
+		g->not = true;
+		s++;
+	}
+	len = strlen(s);
+	g->type = MATCH_FULL;
+	if (isdigit((unsigned char)s[0])) {
+		g->type = MATCH_INDEX;
+		g->search = s;
+		g->len = len;
+		return;
+	}
+	for (size_t i = 0; i < len; i++) {
+		if (s[i] == '*') {
+			if (i == 0) {
+				g->type = MATCH_END_ONLY;
+			} else if (i == len - 1) {
+				g->type = g->type == MATCH_END_ONLY ? MATCH_MIDDLE_ONLY : MATCH_FRONT_ONLY;
+				s[i] = 0;
+				len--;
+				break;
+			} else {
+				g->type = MATCH_GLOB;
+				break;
+			}
+		} else if (strchr("[?\\", s[i])) {
+			g->type = MATCH_GLOB;
+			break;
+		}
+	}
+	if (g->type == MATCH_GLOB) {
+		g->search = s;
+		g->len = strlen(s);
+		return;
+	}
+	if (g->type == MATCH_END_ONLY || g->type == MATCH_MIDDLE_ONLY) {
+		s++;
+		len--;
+	}
+	g->search = s;
+	g->len = len;
+}
+
+static bool ftrace_match(const char *str, const struct func_glob *g)
+{
+	size_t slen;
+
+	switch (g->type) {
+	case MATCH_FULL:
+		return !strcmp(str, g->search);
+	case MATCH_FRONT_ONLY:
+		return !strncmp(str, g->search, g->len);
+	case MATCH_MIDDLE_ONLY:
+		return strstr(str, g->search) != NULL;
+	case MATCH_END_ONLY:
+		slen = strlen(str);
+		return slen >= g->len && !memcmp(str + slen - g->len, g->search, g->len);
+	case MATCH_GLOB:
+		return usft_glob_match(g->search, str);
+	default:
+		return false;
+	}
+}
+
+/* object "module" name: basename up to the first '.' ("libfoo" for libfoo.so.1) */
+static bool match_module(const struct usft_object *obj, const struct func_glob *mg)
+{
+	const char *base = strrchr(obj->path, '/');
+	char name[256];
+	size_t n;
+
+	base = base ? base + 1 : obj->path;
+	if (!strcmp(obj->path, "/proc/self/exe"))
+		base = "main";
+	n = strcspn(base, ".");
+	if (n >= sizeof(name))
+		n = sizeof(name) - 1;
+	memcpy(name, base, n);
+	name[n] = 0;
+	return ftrace_match(name, mg) != mg->not;
+}
+
+static int enter_record(struct ftrace_hash *hash, struct dyn_ftrace *rec, bool clear)
+{
+	struct ftrace_func_entry *e = ftrace_lookup_ip(hash, rec->ip);
+
+	if (clear) {
+		if (e)
+			free_hash_entry(hash, e);
+		return 0;
+	}
+	if (e)
+		return 0;
+	return add_hash_entry(hash, rec->ip) ? 0 : -ENOMEM;
+}
+
+/* kernel match_records(): returns matches, or -ENOMEM */
+static int match_records(struct ftrace_hash *hash, char *tok)
+{
+	struct func_glob g, mg;
+	struct ftrace_page *pg;
+	struct dyn_ftrace *rec;
+	char *mod = strstr(tok, ":mod:");
+	bool have_mod = false;
+	int found = 0, ret;
+
+	if (mod) {
+		*mod = 0;
+		parse_glob(mod + 5, &mg);
+		have_mod = true;
+		if (!*tok) {
+			tok[0] = '*';
+			tok[1] = 0;
+		}
+	} else if (strchr(tok, ':')) {
+		return 0;	/* other commands are not supported: matches nothing */
+	}
+	parse_glob(tok, &g);
+	if (g.type == MATCH_INDEX) {
+		char *end;
+		unsigned long idx = strtoul(g.search, &end, 0);
+
+		if (*end || !idx)
+			return 0;
+		do_for_each_ftrace_rec(pg, rec) {
+			if (rec->flags & FTRACE_FL_DISABLED)
+				continue;
+			if (--idx == 0) {
+				ret = enter_record(hash, rec, g.not);
+				return ret ? ret : 1;
+			}
+		} while_for_each_ftrace_rec();
+		return 0;
+	}
+	do_for_each_ftrace_rec(pg, rec) {
+		if (rec->flags & FTRACE_FL_DISABLED)
+			continue;
+		if (have_mod && !match_module(pg->obj, &mg))
+			continue;
+		if (ftrace_match(pg->names[_____i], &g)) {
+			ret = enter_record(hash, rec, g.not);
+			if (ret)
+				return ret;
+			found = 1;
+		}
+	} while_for_each_ftrace_rec();
+	return found;
+}
+
+/* Every whitespace-separated token must match something. */
+static int match_buffer(struct ftrace_hash *hash, const unsigned char *buf, int len)
+{
+	char *copy, *tok, *save = NULL;
+	int ret = 0;
+
+	if (len < 0)
+		len = (int)strlen((const char *)buf);
+	copy = malloc((size_t)len + 2);
+	if (!copy)
+		return -ENOMEM;
+	memcpy(copy, buf, (size_t)len);
+	copy[len] = 0;
+	copy[len + 1] = 0;
+	for (tok = strtok_r(copy, " \t\n\r\v\f", &save); tok;
+	     tok = strtok_r(NULL, " \t\n\r\v\f", &save)) {
+		int r = match_records(hash, tok);
+
+		if (r < 0) {
+			ret = r;
+			break;
+		}
+		if (!r) {
+			ret = -EINVAL;
+			break;
+		}
+	}
+	free(copy);
+	return ret;
+}
+
+/* kernel ftrace_match_addr() */
+static int ftrace_match_addr(struct ftrace_hash *hash, unsigned long *ips, unsigned int cnt,
+			     int remove)
+{
+	for (unsigned int i = 0; i < cnt; i++) {
+		struct dyn_ftrace *rec = lookup_rec(ips[i], ips[i]);
+		struct ftrace_func_entry *e;
+		unsigned long ip = 0;
+
+		if (rec)
+			ip = rec->ip;
+		else {
+			extern unsigned long usft_ftrace_location_locked(unsigned long);
+
+			ip = usft_ftrace_location_locked(ips[i]);
+		}
+		if (!ip)
+			return -EINVAL;
+		if (remove) {
+			e = ftrace_lookup_ip(hash, ip);
+			if (!e)
+				return -ENOENT;
+			free_hash_entry(hash, e);
+			continue;
+		}
+		if (!ftrace_lookup_ip(hash, ip) && !add_hash_entry(hash, ip))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+int ftrace_hash_move_and_update_ops(struct ftrace_ops *ops, struct ftrace_hash **orig_hash,
+				    struct ftrace_hash *hash, int enable);
+void ftrace_ops_init(struct ftrace_ops *ops);
+
+/* kernel ftrace_set_hash() */
+static int ftrace_set_hash(struct ftrace_ops *ops, const unsigned char *buf, int len,
+			   unsigned long *ips, unsigned int cnt, int remove, int reset,
+			   int enable)
+{
+	struct ftrace_hash **orig_hash, *hash;
+	int ret;
+
+	if (!ops)
+		return -EINVAL;
+	ret = ftrace_lazy_init();
+	if (ret)
+		return ret;
+	if (unlikely(ftrace_disabled))
+		return -ENODEV;
+	ftrace_ops_init(ops);
+	if (!enable && (ops->flags & FTRACE_OPS_FL_IPMODIFY))
+		return -EINVAL;
+
+	pthread_mutex_lock(&ops->func_hash->regex_lock);
+	pthread_mutex_lock(&ftrace_lock);
+	ret = ftrace_records_sync();
+	if (ret)
+		goto out;
+	orig_hash = enable ? &ops->func_hash->filter_hash : &ops->func_hash->notrace_hash;
+	if (reset)
+		hash = alloc_ftrace_hash(FTRACE_HASH_DEFAULT_BITS);
+	else
+		hash = alloc_and_copy_ftrace_hash(FTRACE_HASH_DEFAULT_BITS, *orig_hash);
+	if (!hash) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	if (buf) {
+		ret = match_buffer(hash, buf, len);
+		if (ret)
+			goto out_free;
+	}
+	if (ips) {
+		ret = ftrace_match_addr(hash, ips, cnt, remove);
+		if (ret)
+			goto out_free;
+	}
+	ret = ftrace_hash_move_and_update_ops(ops, orig_hash, hash, enable);
+out_free:
+	free_ftrace_hash(hash);
+out:
+	pthread_mutex_unlock(&ftrace_lock);
+	pthread_mutex_unlock(&ops->func_hash->regex_lock);
+	return ret;
+}
+
+USFT_API int ftrace_set_filter(struct ftrace_ops *ops, unsigned char *buf, int len, int reset)
+{
+	return usft_err(ftrace_set_hash(ops, buf, len, NULL, 0, 0, reset, 1));
+}
+
+USFT_API int ftrace_set_notrace(struct ftrace_ops *ops, unsigned char *buf, int len, int reset)
+{
+	return usft_err(ftrace_set_hash(ops, buf, len, NULL, 0, 0, reset, 0));
+}
+
+USFT_API int ftrace_set_filter_ip(struct ftrace_ops *ops, unsigned long ip, int remove, int reset)
+{
+	return usft_err(ftrace_set_hash(ops, NULL, 0, &ip, 1, remove, reset, 1));
+}
+
+USFT_API int ftrace_set_filter_ips(struct ftrace_ops *ops, unsigned long *ips, unsigned int cnt,
+				   int remove, int reset)
+{
+	if (!ips && cnt)
+		return usft_err(-EINVAL);
+	return usft_err(ftrace_set_hash(ops, NULL, 0, ips, cnt, remove, reset, 1));
+}

@@ -1,0 +1,296 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * core/internal.h - declarations shared by the core's files (the analogue of
+ * kernel/trace/ftrace_internal.h and the private parts of trace.h).
+ */
+#ifndef USFT_CORE_INTERNAL_H
+#define USFT_CORE_INTERNAL_H
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <usft/ftrace.h>
+#include <usft/usft.h>
+#include "compat/compiler.h"
+#include "elf/elf.h"
+
+/* ---- logging (log.c) ---------------------------------------------- */
+void usft_log(enum usft_log_level level, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+#define pr_err(...)	usft_log(USFT_LOG_ERR, __VA_ARGS__)
+#define pr_warn(...)	usft_log(USFT_LOG_WARN, __VA_ARGS__)
+#define pr_info(...)	usft_log(USFT_LOG_INFO, __VA_ARGS__)
+#define pr_debug(...)	usft_log(USFT_LOG_DEBUG, __VA_ARGS__)
+
+/* FTRACE_WARN_ON: log once per call site and kill the runtime, as the kernel. */
+void ftrace_kill(void);
+#define FTRACE_WARN_ON(cond) ({						\
+	bool __c = !!(cond);						\
+	if (unlikely(__c)) {						\
+		pr_err("usft: WARNING at %s:%d: %s\n", __FILE__, __LINE__, #cond); \
+		ftrace_kill();						\
+	}								\
+	__c; })
+#define USFT_WARN_ON(cond) ({						\
+	bool __c = !!(cond);						\
+	if (unlikely(__c))						\
+		pr_warn("usft: warning at %s:%d: %s\n", __FILE__, __LINE__, #cond); \
+	__c; })
+
+/* Public entry points return -E and set errno (libbpf_err idiom). */
+static inline int usft_err(int ret)
+{
+	if (ret < 0)
+		errno = -ret;
+	return ret;
+}
+
+/* ---- records (records.c) ------------------------------------------ */
+
+/* kernel include/linux/ftrace.h: record flags above a 19-bit ref count */
+#define FTRACE_REF_MAX_SHIFT	19
+#define FTRACE_REF_MAX		((1UL << FTRACE_REF_MAX_SHIFT) - 1)
+enum {
+	FTRACE_FL_ENABLED	= (1UL << 31),
+	FTRACE_FL_REGS		= (1UL << 30),
+	FTRACE_FL_REGS_EN	= (1UL << 29),
+	FTRACE_FL_TRAMP		= (1UL << 28),
+	FTRACE_FL_TRAMP_EN	= (1UL << 27),
+	FTRACE_FL_IPMODIFY	= (1UL << 26),
+	FTRACE_FL_DISABLED	= (1UL << 25),
+	FTRACE_FL_DIRECT	= (1UL << 24),
+	FTRACE_FL_DIRECT_EN	= (1UL << 23),
+	FTRACE_FL_CALL_OPS	= (1UL << 22),
+	FTRACE_FL_CALL_OPS_EN	= (1UL << 21),
+	FTRACE_FL_TOUCHED	= (1UL << 20),
+	FTRACE_FL_MODIFIED	= (1UL << 19),
+};
+#define FTRACE_NOCLEAR_FLAGS	(FTRACE_FL_DISABLED | FTRACE_FL_TOUCHED | FTRACE_FL_MODIFIED)
+#define ftrace_rec_count(rec)	((rec)->flags & FTRACE_REF_MAX)
+
+struct dyn_ftrace {
+	unsigned long ip;	/* the patched instruction */
+	unsigned long flags;
+};
+
+struct usft_object;
+
+/* kernel struct ftrace_page; names[] parallels records[] (kallsyms stand-in) */
+#define ENTRIES_PER_PAGE	256
+struct ftrace_page {
+	struct ftrace_page *next;
+	struct dyn_ftrace *records;
+	const char **names;
+	int index;
+	int size;
+	struct usft_object *obj;
+};
+
+struct usft_segment {
+	unsigned long lo, hi;	/* runtime addresses, page aligned */
+	int prot;		/* PROT_* from p_flags */
+};
+
+#define USFT_MAX_SEGS 8
+/* One loaded object with a site table (kernel: core kernel or a module). */
+struct usft_object {
+	struct usft_object *next;
+	char *path;
+	unsigned long bias;
+	unsigned long text_lo, text_hi;	/* executable range */
+	struct usft_segment segs[USFT_MAX_SEGS];
+	unsigned int nr_segs;
+	struct usft_elf_info elf;
+	struct ftrace_page *pages;	/* first page of this object */
+	struct ftrace_page *last_page;
+	unsigned long nr_recs;
+	void *window;			/* trampoline memory near this text */
+	bool seen;			/* mark for the dl_iterate_phdr sweep */
+};
+
+extern struct ftrace_page *ftrace_pages_start;
+extern struct usft_object *usft_objects;
+
+#define do_for_each_ftrace_rec(pg, rec)					\
+	for (pg = ftrace_pages_start; pg; pg = pg->next) {		\
+		int _____i;						\
+		for (_____i = 0; _____i < pg->index; _____i++) {	\
+			rec = &pg->records[_____i];
+
+#define while_for_each_ftrace_rec()		\
+		}				\
+	}
+
+struct dyn_ftrace *lookup_rec(unsigned long start, unsigned long end);
+struct ftrace_page *ftrace_rec_page(const struct dyn_ftrace *rec);
+const char *ftrace_rec_name(const struct dyn_ftrace *rec);
+struct usft_object *ftrace_rec_object(const struct dyn_ftrace *rec);
+int ftrace_records_init(void);
+/* Re-scan loaded objects (dlopen/dlclose); caller holds ftrace_lock. */
+int ftrace_records_sync(void);
+void ftrace_release_object(struct usft_object *obj);
+unsigned long ftrace_nr_records(void);
+
+/* ---- hashes (hash.c) ---------------------------------------------- */
+#define FTRACE_HASH_DEFAULT_BITS	10
+#define FTRACE_HASH_MAX_BITS		12
+#define FTRACE_HASH_FL_MOD		(1 << 0)
+
+struct ftrace_hash {
+	unsigned long size_bits;
+	struct ftrace_func_entry **buckets;
+	unsigned long count;
+	unsigned long flags;
+};
+
+extern struct ftrace_hash empty_hash;
+#define EMPTY_HASH (&empty_hash)
+
+static inline bool ftrace_hash_empty(struct ftrace_hash *hash)
+{
+	return !hash || !hash->count;
+}
+
+static inline unsigned long ftrace_hash_key(unsigned long ip, unsigned long bits)
+{
+	return bits ? (ip * 0x61c8864680b583ebUL) >> (64 - bits) : 0;
+}
+
+/* Lock-free reader: safe on a published (immutable) hash. */
+static inline struct ftrace_func_entry *
+__ftrace_lookup_ip(struct ftrace_hash *hash, unsigned long ip)
+{
+	struct ftrace_func_entry *e;
+
+	e = READ_ONCE(hash->buckets[ftrace_hash_key(ip, hash->size_bits)]);
+	for (; e; e = READ_ONCE(e->hnext))
+		if (e->ip == ip)
+			return e;
+	return NULL;
+}
+
+static inline struct ftrace_func_entry *
+ftrace_lookup_ip(struct ftrace_hash *hash, unsigned long ip)
+{
+	if (ftrace_hash_empty(hash))
+		return NULL;
+	return __ftrace_lookup_ip(hash, ip);
+}
+
+struct ftrace_func_entry *add_hash_entry(struct ftrace_hash *hash, unsigned long ip);
+void remove_hash_entry(struct ftrace_hash *hash, struct ftrace_func_entry *entry);
+void free_hash_entry(struct ftrace_hash *hash, struct ftrace_func_entry *entry);
+struct ftrace_hash *alloc_and_copy_ftrace_hash(int size_bits, struct ftrace_hash *hash);
+struct ftrace_hash *__ftrace_hash_move(struct ftrace_hash *src);
+void ftrace_hash_clear(struct ftrace_hash *hash);
+unsigned long ftrace_hash_count(struct ftrace_hash *hash);
+/* Free after a tasks grace period (call_rcu_tasks analogue). */
+void free_ftrace_hash_rcu(struct ftrace_hash *hash);
+
+#define for_each_hash_entry(hash, i, e)					\
+	for (i = 0; (hash)->buckets && i < (1UL << (hash)->size_bits); i++) \
+		for (e = (hash)->buckets[i]; e; e = e->hnext)
+
+/* ---- tasks RCU and recursion (rcu_tasks.c, recursion.c) ------------ */
+
+/*
+ * Per-thread state, initial-exec TLS.  ftrace_caller and every trampoline
+ * increment @nest on entry and decrement it on exit (and bump @gen when it
+ * drops to 0): that is what a tasks grace period waits on.  The layout is
+ * shared with the assembly (USFT_TASK_* in arch code).
+ */
+struct usft_task {
+	unsigned long nest;
+	unsigned long gen;
+	unsigned long recursion;	/* trace_recursion bits */
+	int state;			/* 0 unknown, 1 registering, 2 registered, 3 untracked */
+	int sig_depth;			/* nested signal handlers (context level) */
+	int slot;
+};
+#define USFT_TASK_NEST		0
+#define USFT_TASK_GEN		8
+#define USFT_TASK_STATE		24
+
+extern __thread struct usft_task usft_task;
+void usft_task_register(void);
+void usft_tasks_init(void);
+void synchronize_rcu_tasks(void);
+void usft_call_rcu_tasks(void (*fn)(void *), void *ptr);
+void usft_rcu_tasks_barrier(void);
+unsigned long usft_task_tpoff(void);
+
+/* recursion.c: kernel trace_recursion.h contexts */
+enum {
+	TRACE_FTRACE_START = 0,
+	TRACE_LIST_START = 5,
+};
+enum {
+	TRACE_CTX_NMI,
+	TRACE_CTX_IRQ,
+	TRACE_CTX_SOFTIRQ,
+	TRACE_CTX_NORMAL,
+	TRACE_CTX_TRANSITION,
+};
+int trace_test_and_set_recursion(unsigned long ip, unsigned long pip, int start);
+void trace_clear_recursion(int bit);
+void usft_signals_init(void);
+
+/* ---- the ftrace core (ftrace.c) ----------------------------------- */
+extern pthread_mutex_t ftrace_lock;
+extern pthread_mutex_t direct_mutex;
+extern int ftrace_disabled;
+extern int ftrace_enabled;
+extern struct ftrace_ops *ftrace_ops_list;
+extern struct ftrace_ops ftrace_list_end;
+extern struct ftrace_ops *function_trace_op;
+extern ftrace_func_t ftrace_trace_function;
+
+void ftrace_stub(unsigned long ip, unsigned long parent_ip,
+		 struct ftrace_ops *op, struct ftrace_regs *fregs);
+void ftrace_ops_list_func(unsigned long ip, unsigned long parent_ip,
+			  struct ftrace_ops *op, struct ftrace_regs *fregs);
+void ftrace_ops_assist_func(unsigned long ip, unsigned long parent_ip,
+			    struct ftrace_ops *op, struct ftrace_regs *fregs);
+ftrace_func_t ftrace_ops_get_func(struct ftrace_ops *ops);
+
+enum ftrace_bug_type {
+	FTRACE_BUG_UNKNOWN,
+	FTRACE_BUG_INIT,
+	FTRACE_BUG_NOP,
+	FTRACE_BUG_CALL,
+	FTRACE_BUG_UPDATE,
+};
+extern enum ftrace_bug_type ftrace_bug_type;
+extern const void *ftrace_expected;
+void ftrace_bug(int err, struct dyn_ftrace *rec);
+
+enum { FTRACE_UPDATE_IGNORE, FTRACE_UPDATE_MAKE_CALL, FTRACE_UPDATE_MODIFY_CALL,
+       FTRACE_UPDATE_MAKE_NOP };
+int ftrace_test_record(struct dyn_ftrace *rec, bool enable);
+int ftrace_update_record(struct dyn_ftrace *rec, bool enable);
+unsigned long ftrace_get_addr_new(struct dyn_ftrace *rec);
+unsigned long ftrace_get_addr_curr(struct dyn_ftrace *rec);
+int ftrace_lazy_init(void);
+/* enable the records of a freshly loaded object for ops tracing everything */
+void ftrace_object_enable(struct usft_object *obj);
+void ftrace_object_release_hashes(struct usft_object *obj);
+
+/* ---- options and counters (options.c) ------------------------------ */
+struct usft_options {
+	int ops_trampolines;
+	int sync;		/* 0 membarrier, 1 signal */
+	int sync_signal;
+	int direct_calls;
+	int jmp;
+	int single_direct_ops;
+	int tramp_placement;	/* 0 near, 1 far */
+	int per_callsite_ops;
+	int call_ops;
+};
+extern struct usft_options usft_opts;
+extern struct usft_stats usft_counters;
+#define usft_count(field) __atomic_add_fetch(&usft_counters.field, 1, __ATOMIC_RELAXED)
+int usft_options_parse(const char *s);
+
+#endif /* USFT_CORE_INTERNAL_H */

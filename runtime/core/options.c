@@ -1,0 +1,216 @@
+// SPDX-License-Identifier: MIT
+/*
+ * core/options.c - runtime options (the kernel's Kconfig choices made
+ * switchable at run time), USFT_OPTIONS parsing, counters and `usft stat`.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <usft/version.h>
+#include "core/internal.h"
+
+struct usft_options usft_opts = {
+	.ops_trampolines = 1,
+	.sync = 0,
+	.sync_signal = 0,	/* 0: SIGRTMIN + 7 chosen at init */
+	.direct_calls = 1,
+	.jmp = 1,
+	.single_direct_ops = 1,
+	.tramp_placement = 0,
+	.per_callsite_ops = 0,
+	.call_ops = 1,
+};
+struct usft_stats usft_counters;
+
+struct usft_option_desc {
+	const char *name;
+	int *val;
+	const char *const *names;	/* symbolic values, or NULL for 0/1 */
+	int max;
+	bool live;			/* may change while ops are registered */
+	const char *help;
+};
+
+static const char *const sync_names[] = { "membarrier", "signal", NULL };
+static const char *const placement_names[] = { "near", "far", NULL };
+
+static const struct usft_option_desc usft_option_table[] = {
+	{ "ops_trampolines", &usft_opts.ops_trampolines, NULL, 1, false,
+	  "x86-64 per-ops trampolines for sites with one ops (0 forces the list path)" },
+	{ "sync", &usft_opts.sync, sync_names, 1, true,
+	  "how other threads are synchronised after a text write" },
+	{ "sync_signal", &usft_opts.sync_signal, NULL, 64, false,
+	  "signal number for thread rendezvous (0 = SIGRTMIN+7)" },
+	{ "direct_calls", &usft_opts.direct_calls, NULL, 1, false,
+	  "direct-call fast path (sites call the direct trampoline)" },
+	{ "jmp", &usft_opts.jmp, NULL, 1, true, "honour the jmp bit of direct addresses" },
+	{ "single_direct_ops", &usft_opts.single_direct_ops, NULL, 1, true,
+	  "trampolines share one direct ops (batch API) instead of one ops each" },
+	{ "tramp_placement", &usft_opts.tramp_placement, placement_names, 1, true,
+	  "trampoline memory near the text (near) or anywhere (far)" },
+	{ "per_callsite_ops", &usft_opts.per_callsite_ops, NULL, 1, false,
+	  "per-site ops arrays instead of the global ops list walk" },
+	{ "call_ops", &usft_opts.call_ops, NULL, 1, false, "arm64 CALL_OPS literals" },
+};
+
+static const struct usft_option_desc *find_option(const char *name, size_t len)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(usft_option_table); i++)
+		if (strlen(usft_option_table[i].name) == len &&
+		    !strncmp(usft_option_table[i].name, name, len))
+			return &usft_option_table[i];
+	return NULL;
+}
+
+static int parse_value(const struct usft_option_desc *d, const char *v, size_t len, int *out)
+{
+	char buf[32], *end;
+	long n;
+
+	if (!len || len >= sizeof(buf))
+		return -EINVAL;
+	memcpy(buf, v, len);
+	buf[len] = 0;
+	if (d->names) {
+		for (int i = 0; d->names[i]; i++)
+			if (!strcmp(buf, d->names[i])) {
+				*out = i;
+				return 0;
+			}
+	}
+	errno = 0;
+	n = strtol(buf, &end, 0);
+	if (errno || *end || n < 0 || n > d->max)
+		return -EINVAL;
+	*out = (int)n;
+	return 0;
+}
+
+static int set_option(const char *name, size_t nlen, const char *val, size_t vlen, bool startup)
+{
+	const struct usft_option_desc *d = find_option(name, nlen);
+	int v, ret;
+
+	if (!d)
+		return -ENOENT;
+	ret = parse_value(d, val, vlen, &v);
+	if (ret)
+		return ret;
+	if (!startup && !d->live && READ_ONCE(ftrace_ops_list) != &ftrace_list_end &&
+	    *d->val != v)
+		return -EBUSY;
+	WRITE_ONCE(*d->val, v);
+	return 0;
+}
+
+/* "a=1,b=near" ; returns 0 or the first error (and logs it) */
+int usft_options_parse(const char *s)
+{
+	int first = 0;
+
+	while (s && *s) {
+		const char *end = strchr(s, ',');
+		const char *eq;
+		size_t len = end ? (size_t)(end - s) : strlen(s);
+		int ret;
+
+		eq = memchr(s, '=', len);
+		if (len) {
+			if (!eq)
+				ret = set_option(s, len, "1", 1, true);
+			else
+				ret = set_option(s, eq - s, eq + 1, len - (eq - s) - 1, true);
+			if (ret) {
+				pr_warn("usft: USFT_OPTIONS: bad option '%.*s' (%s)\n", (int)len, s,
+					ret == -ENOENT ? "unknown name" : "bad value");
+				if (!first)
+					first = ret;
+			}
+		}
+		s = end ? end + 1 : NULL;
+	}
+	return first;
+}
+
+USFT_API int usft_set_option(const char *name, const char *value)
+{
+	int ret;
+
+	if (!name || !value)
+		return usft_err(-EINVAL);
+	ret = ftrace_lazy_init();
+	if (ret)
+		return usft_err(ret);
+	pthread_mutex_lock(&ftrace_lock);
+	ret = set_option(name, strlen(name), value, strlen(value), false);
+	pthread_mutex_unlock(&ftrace_lock);
+	return usft_err(ret);
+}
+
+USFT_API int usft_get_option(const char *name, char *buf, size_t len)
+{
+	const struct usft_option_desc *d;
+	int v, n;
+
+	if (!name || !buf)
+		return usft_err(-EINVAL);
+	d = find_option(name, strlen(name));
+	if (!d)
+		return usft_err(-ENOENT);
+	v = READ_ONCE(*d->val);
+	if (d->names)
+		n = snprintf(buf, len, "%s", d->names[v]);
+	else
+		n = snprintf(buf, len, "%d", v);
+	return n < 0 || (size_t)n >= len ? usft_err(-ENOSPC) : 0;
+}
+
+USFT_API const char *usft_option_name(unsigned int i)
+{
+	return i < ARRAY_SIZE(usft_option_table) ? usft_option_table[i].name : NULL;
+}
+
+USFT_API int usft_stat(struct usft_stats *st)
+{
+	size_t sz;
+
+	if (!st || st->sz < sizeof(size_t))
+		return usft_err(-EINVAL);
+	sz = st->sz < sizeof(*st) ? st->sz : sizeof(*st);
+	ftrace_lazy_init();
+	pthread_mutex_lock(&ftrace_lock);
+	usft_counters.nr_sites = ftrace_nr_records();
+	usft_counters.disabled = ftrace_disabled;
+	memcpy((char *)st + sizeof(size_t), (char *)&usft_counters + sizeof(size_t),
+	       sz - sizeof(size_t));
+	pthread_mutex_unlock(&ftrace_lock);
+	return 0;
+}
+
+USFT_API void usft_print_stat(FILE *out)
+{
+	struct usft_stats st = { .sz = sizeof(st) };
+	char buf[32];
+
+	usft_stat(&st);
+	fprintf(out, "usft %s\n", USFT_VERSION_STRING);
+	fprintf(out, "options:\n");
+	for (size_t i = 0; i < ARRAY_SIZE(usft_option_table); i++) {
+		usft_get_option(usft_option_table[i].name, buf, sizeof(buf));
+		fprintf(out, "  %-18s %-10s # %s\n", usft_option_table[i].name, buf,
+			usft_option_table[i].help);
+	}
+	fprintf(out, "counters:\n");
+#define P(f) fprintf(out, "  %-22s %lu\n", #f, st.f)
+	P(nr_objects); P(nr_sites); P(nr_enabled); P(nr_ops); P(nr_updates);
+	P(nr_sites_written); P(nr_syncs); P(nr_grace_periods); P(nr_trampolines);
+	P(nr_int3_hits); P(nr_direct_in_range); P(nr_direct_out_of_range);
+#undef P
+	fprintf(out, "  %-22s %s\n", "state", st.disabled ? "dead (ftrace_bug)" : "ok");
+}
+
+USFT_API const char *usft_version(void)
+{
+	return USFT_VERSION_STRING;
+}

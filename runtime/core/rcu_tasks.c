@@ -1,0 +1,218 @@
+// SPDX-License-Identifier: MIT
+/*
+ * core/rcu_tasks.c - a userspace tasks-RCU for code and data that traced
+ * threads may be using (kernel: synchronize_rcu_tasks() / call_rcu_tasks()).
+ *
+ * The traced program's threads never announce quiescent states and cannot be
+ * asked to register with liburcu.  Instead the entry code of every caller
+ * and trampoline increments usft_task.nest (initial-exec TLS, one
+ * instruction) and the exit code decrements it, bumping usft_task.gen when it
+ * drops to zero.  A thread registers its usft_task in a fixed slot table the
+ * first time it enters (lock-free: one CAS; no allocation) and leaves it at
+ * thread exit through a pthread key destructor.
+ *
+ * A grace period: a process-wide memory barrier (membarrier), then for every
+ * registered thread wait until it is seen outside (nest == 0) or has left
+ * the outermost level since (gen changed).
+ *
+ * Known limit (docs/design.md): the first instruction of a trampoline runs
+ * before nest is incremented, and the last one (ret) after it was
+ * decremented; a thread preempted exactly there is not seen.  Trampoline
+ * memory is therefore recycled only after a further grace period and in
+ * FIFO order (runtime/mem), which makes that window practically closed.
+ */
+#include <linux/membarrier.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+#include "core/internal.h"
+
+__thread struct usft_task usft_task __attribute__((tls_model("initial-exec")));
+
+#define USFT_MAX_TASKS 4096
+static struct usft_task *usft_tasks[USFT_MAX_TASKS];
+static pthread_mutex_t usft_tasks_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_key_t usft_task_key;
+static int usft_membarrier_ok;
+
+unsigned long usft_task_tpoff(void)
+{
+	unsigned long fs;
+
+#if defined(__x86_64__)
+	__asm__("mov %%fs:0, %0" : "=r"(fs));
+#elif defined(__aarch64__)
+	__asm__("mrs %0, tpidr_el0" : "=r"(fs));
+#endif
+	return (unsigned long)&usft_task - fs;
+}
+
+static void usft_task_exit(void *p)
+{
+	struct usft_task *t = p;
+
+	pthread_mutex_lock(&usft_tasks_lock);
+	if (t->slot >= 0 && t->slot < USFT_MAX_TASKS && usft_tasks[t->slot] == t)
+		usft_tasks[t->slot] = NULL;
+	t->state = 0;
+	pthread_mutex_unlock(&usft_tasks_lock);
+}
+
+/*
+ * Called from the entry code of callers/trampolines when state == 0.  Must
+ * not allocate, lock or make syscalls: a CAS into the slot table and a
+ * pthread_setspecific() of a key created at init (below the first-level key
+ * limit, which glibc serves from the thread descriptor without allocating).
+ */
+void usft_task_register(void)
+{
+	struct usft_task *t = &usft_task;
+	static unsigned int hint;
+	unsigned int start, i;
+
+	if (t->state != 0)
+		return;
+	t->state = 1;
+	start = __atomic_fetch_add(&hint, 1, __ATOMIC_RELAXED);
+	for (i = 0; i < USFT_MAX_TASKS; i++) {
+		unsigned int s = (start + i) % USFT_MAX_TASKS;
+		struct usft_task *expected = NULL;
+
+		if (READ_ONCE(usft_tasks[s]))
+			continue;
+		if (__atomic_compare_exchange_n(&usft_tasks[s], &expected, t, false,
+						__ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
+			t->slot = (int)s;
+			pthread_setspecific(usft_task_key, t);
+			smp_store_release(&t->state, 2);
+			return;
+		}
+	}
+	t->slot = -1;
+	t->state = 3;	/* table full: this thread is not tracked */
+}
+
+static void usft_tasks_atfork_child(void)
+{
+	struct usft_task *t = &usft_task;
+
+	/* Only the forking thread exists in the child. */
+	pthread_mutex_init(&usft_tasks_lock, NULL);
+	memset(usft_tasks, 0, sizeof(usft_tasks));
+	if (t->state == 2 && t->slot >= 0)
+		usft_tasks[t->slot] = t;
+	else
+		t->state = 0;
+}
+
+void usft_tasks_init(void)
+{
+	pthread_key_create(&usft_task_key, usft_task_exit);
+	pthread_atfork(NULL, NULL, usft_tasks_atfork_child);
+	if (syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0)
+		usft_membarrier_ok = 1;
+	usft_task_register();
+}
+
+static void tasks_membarrier(void)
+{
+	if (usft_membarrier_ok)
+		syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
+	else
+		smp_mb();
+}
+
+static void backoff(unsigned int *n)
+{
+	if (++*n < 64) {
+		sched_yield();
+	} else {
+		struct timespec ts = { 0, 50 * 1000 };
+
+		nanosleep(&ts, NULL);
+	}
+}
+
+void synchronize_rcu_tasks(void)
+{
+	struct usft_task *self = &usft_task;
+	unsigned int i, spins;
+	int saved = errno;
+
+	usft_count(nr_grace_periods);
+	tasks_membarrier();
+	pthread_mutex_lock(&usft_tasks_lock);
+	for (i = 0; i < USFT_MAX_TASKS; i++) {
+		struct usft_task *t = READ_ONCE(usft_tasks[i]);
+		unsigned long gen0;
+
+		if (!t || t == self)
+			continue;
+		gen0 = READ_ONCE(t->gen);
+		smp_rmb();
+		spins = 0;
+		while (READ_ONCE(t->nest) && READ_ONCE(t->gen) == gen0) {
+			backoff(&spins);
+			if (spins == 20000)
+				pr_warn("usft: grace period waits for a thread that stays inside a callback\n");
+		}
+	}
+	pthread_mutex_unlock(&usft_tasks_lock);
+	tasks_membarrier();
+	errno = saved;
+}
+
+/* call_rcu_tasks(): queued, run after the next grace period. */
+struct rcu_cb {
+	struct rcu_cb *next;
+	void (*fn)(void *);
+	void *ptr;
+};
+static struct rcu_cb *rcu_pending;
+static unsigned long rcu_nr_pending;
+static pthread_mutex_t rcu_cb_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void usft_rcu_tasks_barrier(void)
+{
+	struct rcu_cb *list, *n;
+
+	pthread_mutex_lock(&rcu_cb_lock);
+	list = rcu_pending;
+	rcu_pending = NULL;
+	rcu_nr_pending = 0;
+	pthread_mutex_unlock(&rcu_cb_lock);
+	if (!list)
+		return;
+	synchronize_rcu_tasks();
+	for (; list; list = n) {
+		n = list->next;
+		list->fn(list->ptr);
+		free(list);
+	}
+}
+
+void usft_call_rcu_tasks(void (*fn)(void *), void *ptr)
+{
+	struct rcu_cb *cb = malloc(sizeof(*cb));
+	bool flush;
+
+	if (!cb) {
+		/* No memory for the callback: wait here instead. */
+		synchronize_rcu_tasks();
+		fn(ptr);
+		return;
+	}
+	cb->fn = fn;
+	cb->ptr = ptr;
+	pthread_mutex_lock(&rcu_cb_lock);
+	cb->next = rcu_pending;
+	rcu_pending = cb;
+	flush = ++rcu_nr_pending >= 256;
+	pthread_mutex_unlock(&rcu_cb_lock);
+	/* Batch: one grace period per 256 deferred frees, never one per free. */
+	if (flush)
+		usft_rcu_tasks_barrier();
+}

@@ -1,0 +1,584 @@
+// SPDX-License-Identifier: MIT
+/*
+ * core/records.c - the dyn_ftrace table: one record per site of every
+ * loaded object (kernel: ftrace_process_locs(), ftrace_module_init(),
+ * ftrace_release_mod(), lookup_rec(), ftrace_location()).
+ *
+ * Objects come from dl_iterate_phdr(): the main executable and every shared
+ * object, like the core kernel and its modules.  Objects that appear later
+ * (dlopen) are added on the next pass under ftrace_lock; objects that went
+ * away (dlclose, which usft interposes so the records go before the text)
+ * are released and never touched again.
+ */
+#include <dlfcn.h>
+#include <link.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#include "core/arch.h"
+
+struct ftrace_page *ftrace_pages_start;
+struct usft_object *usft_objects;
+static unsigned long long seen_adds, seen_subs;
+static unsigned long nr_records;
+
+unsigned long ftrace_nr_records(void)
+{
+	return nr_records;
+}
+
+static int rec_cmp(const void *a, const void *b)
+{
+	unsigned long x = *(const unsigned long *)a, y = *(const unsigned long *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* kernel lookup_rec(): a record whose [ip, ip+MCOUNT_INSN_SIZE) meets [start, end] */
+struct dyn_ftrace *lookup_rec(unsigned long start, unsigned long end)
+{
+	struct ftrace_page *pg;
+
+	for (pg = ftrace_pages_start; pg; pg = pg->next) {
+		int lo = 0, hi = pg->index - 1;
+
+		if (!pg->index || end < pg->records[0].ip ||
+		    start >= pg->records[pg->index - 1].ip + MCOUNT_INSN_SIZE)
+			continue;
+		while (lo <= hi) {
+			int mid = (lo + hi) / 2;
+			struct dyn_ftrace *rec = &pg->records[mid];
+
+			if (start >= rec->ip + MCOUNT_INSN_SIZE)
+				lo = mid + 1;
+			else if (end < rec->ip)
+				hi = mid - 1;
+			else
+				return rec;
+		}
+	}
+	return NULL;
+}
+
+struct ftrace_page *ftrace_rec_page(const struct dyn_ftrace *rec)
+{
+	struct ftrace_page *pg;
+
+	for (pg = ftrace_pages_start; pg; pg = pg->next)
+		if (rec >= pg->records && rec < pg->records + pg->index)
+			return pg;
+	return NULL;
+}
+
+const char *ftrace_rec_name(const struct dyn_ftrace *rec)
+{
+	struct ftrace_page *pg = ftrace_rec_page(rec);
+
+	return pg ? pg->names[rec - pg->records] : NULL;
+}
+
+struct usft_object *ftrace_rec_object(const struct dyn_ftrace *rec)
+{
+	struct ftrace_page *pg = ftrace_rec_page(rec);
+
+	return pg ? pg->obj : NULL;
+}
+
+static const struct usft_elf_sym *find_func(struct usft_object *obj, unsigned long ip)
+{
+	return usft_elf_find_sym(&obj->elf, ip - obj->bias);
+}
+
+/* kernel ftrace_location(): the site of ip, or of the function starting at ip */
+static unsigned long __ftrace_location(unsigned long ip)
+{
+	struct dyn_ftrace *rec = lookup_rec(ip, ip);
+	struct usft_object *obj;
+
+	if (rec)
+		return rec->ip;
+	for (obj = usft_objects; obj; obj = obj->next) {
+		const struct usft_elf_sym *sym;
+
+		if (!obj->nr_recs || ip < obj->text_lo || ip >= obj->text_hi)
+			continue;
+		sym = find_func(obj, ip);
+		if (!sym || sym->addr + obj->bias != ip)
+			return 0;
+		rec = lookup_rec(ip, ip + (sym->size ? sym->size : 1) - 1);
+		return rec ? rec->ip : 0;
+	}
+	return 0;
+}
+
+USFT_API unsigned long ftrace_location(unsigned long ip)
+{
+	unsigned long ret;
+
+	if (ftrace_lazy_init())
+		return 0;
+	pthread_mutex_lock(&ftrace_lock);
+	ftrace_records_sync();
+	ret = __ftrace_location(ip);
+	pthread_mutex_unlock(&ftrace_lock);
+	return ret;
+}
+
+USFT_API const char *usft_kallsyms_lookup(unsigned long addr, unsigned long *offset)
+{
+	struct usft_object *obj;
+	const char *name = NULL;
+
+	if (ftrace_lazy_init())
+		return NULL;
+	pthread_mutex_lock(&ftrace_lock);
+	for (obj = usft_objects; obj; obj = obj->next) {
+		const struct usft_elf_sym *sym;
+
+		if (addr < obj->text_lo || addr >= obj->text_hi)
+			continue;
+		sym = find_func(obj, addr);
+		if (sym) {
+			name = sym->name;
+			if (offset)
+				*offset = addr - (sym->addr + obj->bias);
+		}
+		break;
+	}
+	pthread_mutex_unlock(&ftrace_lock);
+	return name;
+}
+
+USFT_API unsigned long usft_lookup_name(const char *name)
+{
+	struct usft_object *obj;
+	unsigned long addr = 0;
+
+	if (!name || ftrace_lazy_init())
+		return 0;
+	pthread_mutex_lock(&ftrace_lock);
+	ftrace_records_sync();
+	for (obj = usft_objects; obj && !addr; obj = obj->next)
+		for (size_t i = 0; i < obj->elf.nr_syms; i++)
+			if (!strcmp(obj->elf.syms[i].name, name)) {
+				addr = obj->elf.syms[i].addr + obj->bias;
+				break;
+			}
+	pthread_mutex_unlock(&ftrace_lock);
+	return addr;
+}
+
+/* ---- loading objects ------------------------------------------------ */
+
+struct phdr_obj {
+	char *path;
+	unsigned long bias;
+	struct usft_segment segs[USFT_MAX_SEGS];
+	unsigned int nr_segs;
+	unsigned long text_lo, text_hi;
+};
+
+struct phdr_scan {
+	struct phdr_obj *objs;
+	size_t nr, cap;
+	unsigned long long adds, subs;
+	bool only_counters;
+	int err;
+};
+
+static int phdr_cb(struct dl_phdr_info *info, size_t size, void *data)
+{
+	struct phdr_scan *scan = data;
+	struct phdr_obj *o;
+	long pagesz = sysconf(_SC_PAGESIZE);
+
+	scan->adds = info->dlpi_adds;
+	scan->subs = info->dlpi_subs;
+	if (scan->only_counters)
+		return 1;
+	if (scan->nr == scan->cap) {
+		size_t cap = scan->cap ? scan->cap * 2 : 32;
+		struct phdr_obj *n = realloc(scan->objs, cap * sizeof(*n));
+
+		if (!n) {
+			scan->err = -ENOMEM;
+			return 1;
+		}
+		scan->objs = n;
+		scan->cap = cap;
+	}
+	o = &scan->objs[scan->nr];
+	memset(o, 0, sizeof(*o));
+	o->bias = info->dlpi_addr;
+	o->text_lo = ~0UL;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		unsigned long lo, hi;
+
+		if (ph->p_type != PT_LOAD || o->nr_segs == USFT_MAX_SEGS)
+			continue;
+		lo = (info->dlpi_addr + ph->p_vaddr) & ~(pagesz - 1);
+		hi = (info->dlpi_addr + ph->p_vaddr + ph->p_memsz + pagesz - 1) & ~(pagesz - 1);
+		o->segs[o->nr_segs].lo = lo;
+		o->segs[o->nr_segs].hi = hi;
+		o->segs[o->nr_segs].prot = ((ph->p_flags & PF_R) ? PROT_READ : 0) |
+					   ((ph->p_flags & PF_W) ? PROT_WRITE : 0) |
+					   ((ph->p_flags & PF_X) ? PROT_EXEC : 0);
+		if (ph->p_flags & PF_X) {
+			unsigned long a = info->dlpi_addr + ph->p_vaddr;
+
+			if (a < o->text_lo)
+				o->text_lo = a;
+			if (a + ph->p_memsz > o->text_hi)
+				o->text_hi = a + ph->p_memsz;
+		}
+		o->nr_segs++;
+	}
+	if (!o->text_hi)
+		return 0;	/* nothing executable */
+	if (!info->dlpi_name || !info->dlpi_name[0])
+		o->path = scan->nr == 0 ? strdup("/proc/self/exe") : NULL;
+	else
+		o->path = strdup(info->dlpi_name);
+	if (!o->path)
+		return 0;	/* vdso and friends have no file */
+	scan->nr++;
+	return 0;
+}
+
+static bool obj_exec_contains(const struct usft_object *obj, unsigned long a, unsigned long len)
+{
+	for (unsigned int i = 0; i < obj->nr_segs; i++)
+		if ((obj->segs[i].prot & PROT_EXEC) && a >= obj->text_lo &&
+		    a + len <= obj->text_hi && a >= obj->segs[i].lo && a + len <= obj->segs[i].hi)
+			return true;
+	return false;
+}
+
+static struct ftrace_page *alloc_pages_for(struct usft_object *obj, unsigned long count)
+{
+	struct ftrace_page *first = NULL, **pp = &first;
+
+	while (count) {
+		unsigned long n = count > ENTRIES_PER_PAGE ? ENTRIES_PER_PAGE : count;
+		struct ftrace_page *pg = calloc(1, sizeof(*pg));
+
+		if (!pg)
+			goto fail;
+		pg->records = calloc(n, sizeof(*pg->records));
+		pg->names = calloc(n, sizeof(*pg->names));
+		pg->obj = obj;
+		pg->size = (int)n;
+		*pp = pg;
+		pp = &pg->next;
+		if (!pg->records || !pg->names)
+			goto fail;
+		count -= n;
+	}
+	return first;
+fail:
+	while (first) {
+		struct ftrace_page *n = first->next;
+
+		free(first->records);
+		free(first->names);
+		free(first);
+		first = n;
+	}
+	return NULL;
+}
+
+/* kernel ftrace_process_locs() for one object */
+static int ftrace_process_locs(struct usft_object *obj)
+{
+	unsigned long *ips = NULL, nr = 0, cap = 0, i;
+	struct ftrace_page *pg, *tail;
+	int ret = 0;
+
+	for (unsigned int r = 0; r < obj->elf.nr_pfe; r++) {
+		unsigned long start = obj->elf.pfe[r].addr + (obj->elf.is_dyn ? obj->bias : 0);
+		unsigned long cnt = obj->elf.pfe[r].size / sizeof(unsigned long);
+		bool inside = false;
+
+		for (unsigned int s = 0; s < obj->nr_segs; s++)
+			if ((obj->segs[s].prot & PROT_READ) && start >= obj->segs[s].lo &&
+			    start + cnt * sizeof(unsigned long) <= obj->segs[s].hi)
+				inside = true;
+		if (!inside) {
+			pr_warn("usft: %s: __patchable_function_entries outside the image; ignored\n",
+				obj->path);
+			continue;
+		}
+		for (i = 0; i < cnt; i++) {
+			unsigned long entry = ((const unsigned long *)start)[i];
+			unsigned long ip;
+
+			if (!entry)
+				continue;	/* discarded (garbage-collected) function */
+			ip = ftrace_call_adjust(entry);
+			if (!ip || !obj_exec_contains(obj, ip, MCOUNT_INSN_SIZE)) {
+				pr_warn("usft: %s: site table entry %#lx is not in executable text; skipped\n",
+					obj->path, entry);
+				continue;
+			}
+			if (nr == cap) {
+				unsigned long *n;
+
+				cap = cap ? cap * 2 : 256;
+				n = realloc(ips, cap * sizeof(*ips));
+				if (!n) {
+					free(ips);
+					return -ENOMEM;
+				}
+				ips = n;
+			}
+			ips[nr++] = ip;
+		}
+	}
+	if (!nr)
+		return 0;
+	qsort(ips, nr, sizeof(*ips), rec_cmp);
+	/* drop duplicates and overlapping entries */
+	{
+		unsigned long w = 0;
+
+		for (i = 0; i < nr; i++) {
+			if (w && ips[i] < ips[w - 1] + MCOUNT_INSN_SIZE) {
+				if (ips[i] != ips[w - 1])
+					pr_warn("usft: %s: overlapping site %#lx skipped\n", obj->path, ips[i]);
+				continue;
+			}
+			ips[w++] = ips[i];
+		}
+		nr = w;
+	}
+	pg = alloc_pages_for(obj, nr);
+	if (!pg) {
+		free(ips);
+		return -ENOMEM;
+	}
+	obj->pages = pg;
+	for (i = 0, tail = pg; i < nr; i++) {
+		const struct usft_elf_sym *sym = find_func(obj, ips[i]);
+		struct dyn_ftrace *rec;
+
+		if (tail->index == tail->size)
+			tail = tail->next;
+		rec = &tail->records[tail->index];
+		tail->names[tail->index] = sym ? sym->name : "";
+		tail->index++;
+		rec->ip = ips[i];
+		/* a site that no function symbol owns is weak-function garbage */
+		rec->flags = sym ? 0 : FTRACE_FL_DISABLED;
+	}
+	obj->last_page = tail;
+	obj->nr_recs = nr;
+	free(ips);
+
+	/* Convert the compiler's NOPs to the canonical disabled form. */
+	ret = ftrace_arch_code_modify_prepare();
+	for (pg = obj->pages; !ret && pg; pg = pg->next) {
+		for (int k = 0; k < pg->index; k++) {
+			struct dyn_ftrace *rec = &pg->records[k];
+
+			if (rec->flags & FTRACE_FL_DISABLED)
+				continue;
+			ret = ftrace_init_nop(rec);
+			if (ret) {
+				ftrace_bug_type = FTRACE_BUG_INIT;
+				ftrace_bug(ret, rec);
+				break;
+			}
+		}
+	}
+	if (!ret)
+		ret = ftrace_arch_code_modify_post_process();
+	else
+		ftrace_arch_code_modify_post_process();
+	if (ret && !ftrace_disabled) {
+		ftrace_bug_type = FTRACE_BUG_INIT;
+		ftrace_bug(ret, obj->pages ? &obj->pages->records[0] : NULL);
+	}
+	return ret;
+}
+
+static void link_object_pages(struct usft_object *obj)
+{
+	struct ftrace_page **pp = &ftrace_pages_start;
+
+	if (!obj->pages)
+		return;
+	while (*pp)
+		pp = &(*pp)->next;
+	*pp = obj->pages;
+	nr_records += obj->nr_recs;
+}
+
+static void free_object(struct usft_object *obj)
+{
+	struct ftrace_page *pg = obj->pages, *n;
+	unsigned long left = obj->nr_recs;
+
+	while (pg && left) {
+		n = pg->next;
+		left -= pg->index;
+		free(pg->records);
+		free(pg->names);
+		free(pg);
+		pg = n;
+	}
+	usft_elf_free(&obj->elf);
+	free(obj->path);
+	free(obj);
+}
+
+/* kernel ftrace_release_mod(): the object is going away */
+void ftrace_release_object(struct usft_object *obj)
+{
+	struct ftrace_page **pp, *last;
+	struct usft_object **op;
+
+	if (obj->pages) {
+		ftrace_object_release_hashes(obj);
+		for (pp = &ftrace_pages_start; *pp && *pp != obj->pages; pp = &(*pp)->next)
+			;
+		last = obj->last_page;
+		if (*pp)
+			*pp = last->next;
+		last->next = NULL;
+		nr_records -= obj->nr_recs;
+		usft_counters.nr_sites = nr_records;
+	}
+	for (op = &usft_objects; *op; op = &(*op)->next)
+		if (*op == obj) {
+			*op = obj->next;
+			break;
+		}
+	arch_ftrace_object_removed(obj);
+	usft_counters.nr_objects--;
+	free_object(obj);
+}
+
+static struct usft_object *find_object(unsigned long bias, const char *path)
+{
+	struct usft_object *obj;
+
+	for (obj = usft_objects; obj; obj = obj->next)
+		if (obj->bias == bias && !strcmp(obj->path, path))
+			return obj;
+	return NULL;
+}
+
+static bool is_runtime_object(const struct phdr_obj *o)
+{
+	unsigned long self = (unsigned long)&ftrace_records_sync;
+
+	return self >= o->text_lo && self < o->text_hi;
+}
+
+/* Caller holds ftrace_lock. */
+int ftrace_records_sync(void)
+{
+	struct phdr_scan scan = { .only_counters = true };
+	struct usft_object *obj, *next, **tailp;
+	int ret = 0;
+
+	if (ftrace_disabled)
+		return -ENODEV;
+	dl_iterate_phdr(phdr_cb, &scan);
+	if (usft_objects && scan.adds == seen_adds && scan.subs == seen_subs)
+		return 0;
+	memset(&scan, 0, sizeof(scan));
+	dl_iterate_phdr(phdr_cb, &scan);
+	if (scan.err) {
+		ret = scan.err;
+		goto out;
+	}
+	seen_adds = scan.adds;
+	seen_subs = scan.subs;
+	for (obj = usft_objects; obj; obj = obj->next)
+		obj->seen = false;
+	for (size_t i = 0; i < scan.nr; i++) {
+		obj = find_object(scan.objs[i].bias, scan.objs[i].path);
+		if (obj)
+			obj->seen = true;
+	}
+	for (obj = usft_objects; obj; obj = next) {
+		next = obj->next;
+		if (!obj->seen)
+			ftrace_release_object(obj);
+	}
+	for (tailp = &usft_objects; *tailp; tailp = &(*tailp)->next)
+		;
+	for (size_t i = 0; i < scan.nr && !ftrace_disabled; i++) {
+		struct phdr_obj *o = &scan.objs[i];
+		int err;
+
+		if (find_object(o->bias, o->path) || is_runtime_object(o))
+			continue;
+		obj = calloc(1, sizeof(*obj));
+		if (!obj) {
+			ret = -ENOMEM;
+			break;
+		}
+		obj->path = o->path;
+		o->path = NULL;
+		obj->bias = o->bias;
+		obj->text_lo = o->text_lo;
+		obj->text_hi = o->text_hi;
+		memcpy(obj->segs, o->segs, sizeof(o->segs));
+		obj->nr_segs = o->nr_segs;
+		obj->seen = true;
+		err = usft_elf_read(obj->path, &obj->elf);
+		if (err) {
+			pr_debug("usft: %s: not readable as ELF (%d); no sites\n", obj->path, err);
+			memset(&obj->elf, 0, sizeof(obj->elf));
+		}
+		*tailp = obj;
+		tailp = &obj->next;
+		usft_counters.nr_objects++;
+		err = ftrace_process_locs(obj);
+		if (err) {
+			ret = err;
+			break;
+		}
+		link_object_pages(obj);
+		usft_counters.nr_sites = nr_records;
+		if (obj->nr_recs)
+			ftrace_object_enable(obj);
+	}
+out:
+	for (size_t i = 0; i < scan.nr; i++)
+		free(scan.objs[i].path);
+	free(scan.objs);
+	return ret;
+}
+
+int ftrace_records_init(void)
+{
+	return ftrace_records_sync();
+}
+
+/*
+ * dlclose() interposer: release the records of objects that are unloaded
+ * while holding ftrace_lock, so no update can write into text that is being
+ * unmapped (the kernel's module notifier ordering).
+ */
+USFT_API int dlclose(void *handle)
+{
+	static int (*real_dlclose)(void *);
+	int ret;
+
+	if (!real_dlclose) {
+		real_dlclose = (int (*)(void *))dlsym(RTLD_NEXT, "dlclose");
+		if (!real_dlclose)
+			return -1;
+	}
+	pthread_mutex_lock(&ftrace_lock);
+	ret = real_dlclose(handle);
+	if (usft_objects)
+		ftrace_records_sync();
+	pthread_mutex_unlock(&ftrace_lock);
+	return ret;
+}

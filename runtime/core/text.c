@@ -1,0 +1,242 @@
+// SPDX-License-Identifier: MIT
+/*
+ * core/text.c - the generic half of text patching: write windows over text
+ * pages, cross-thread serialisation and a signal rendezvous.
+ *
+ * Pages are opened RWX (never RW: another thread may be executing them) for
+ * the duration of one batch and restored to their own protection after it;
+ * after every batch no page is writable and executable.  The protection to
+ * restore comes from the object's program headers or the trampoline
+ * window, never from what a page happens to have at the time.
+ */
+#include <dirent.h>
+#include <linux/membarrier.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+#include "core/internal.h"
+#include "core/text.h"
+#include "mem/execmem.h"
+
+struct open_page {
+	unsigned long page;
+	int prot;
+};
+static struct open_page *open_pages;
+static size_t nr_open, cap_open;
+static long page_size;
+
+int usft_page_prot(unsigned long page)
+{
+	struct usft_object *obj;
+
+	if (usft_execmem_contains(page))
+		return PROT_READ | PROT_EXEC;
+	for (obj = usft_objects; obj; obj = obj->next)
+		for (unsigned int i = 0; i < obj->nr_segs; i++)
+			if (page >= obj->segs[i].lo && page < obj->segs[i].hi)
+				return obj->segs[i].prot;
+	return PROT_READ | PROT_EXEC;
+}
+
+int usft_text_open(unsigned long addr, size_t len)
+{
+	unsigned long p, end;
+
+	if (!page_size)
+		page_size = sysconf(_SC_PAGESIZE);
+	p = addr & ~(page_size - 1);
+	end = addr + len;
+	for (; p < end; p += page_size) {
+		size_t i;
+		int prot;
+
+		for (i = 0; i < nr_open; i++)
+			if (open_pages[i].page == p)
+				break;
+		if (i < nr_open)
+			continue;
+		if (nr_open == cap_open) {
+			size_t cap = cap_open ? cap_open * 2 : 64;
+			struct open_page *n = realloc(open_pages, cap * sizeof(*n));
+
+			if (!n)
+				return -EPERM;
+			open_pages = n;
+			cap_open = cap;
+		}
+		prot = usft_page_prot(p);
+		if (mprotect((void *)p, page_size, prot | PROT_WRITE | PROT_EXEC))
+			return -EPERM;
+		open_pages[nr_open].page = p;
+		open_pages[nr_open].prot = prot;
+		nr_open++;
+	}
+	return 0;
+}
+
+int usft_text_close_all(void)
+{
+	int ret = 0;
+
+	for (size_t i = 0; i < nr_open; i++)
+		if (mprotect((void *)open_pages[i].page, page_size, open_pages[i].prot))
+			ret = -EPERM;
+	nr_open = 0;
+	return ret;
+}
+
+/* ---- sync ----------------------------------------------------------- */
+
+static int sync_core_ok;
+
+void usft_sync_init(void)
+{
+	if (syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE, 0, 0) == 0)
+		sync_core_ok = 1;
+}
+
+static void sync_nop(ucontext_t *uc, void *arg)
+{
+}
+
+void usft_sync_core(void)
+{
+	usft_count(nr_syncs);
+	if (sync_core_ok && usft_opts.sync == 0) {
+		if (syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE, 0, 0) == 0)
+			return;
+	}
+	/* returning from a signal handler is serialising (IRET) */
+	usft_threads_rendezvous(sync_nop, NULL);
+}
+
+/* ---- rendezvous ------------------------------------------------------ */
+
+#define RV_MAX 4096
+static void (*rv_fn)(ucontext_t *, void *);
+static void *rv_arg;
+static int rv_acks[RV_MAX];
+static int rv_nacks;
+static int rv_signo;
+static struct sigaction rv_old;
+static pthread_mutex_t rv_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void rv_handler(int sig, siginfo_t *si, void *uc)
+{
+	int saved = errno;
+
+	if (si->si_code == SI_TKILL && si->si_pid == getpid()) {
+		void (*fn)(ucontext_t *, void *) = smp_load_acquire(&rv_fn);
+		int n;
+
+		if (!fn)
+			goto out;	/* a late signal of a finished rendezvous */
+		fn(uc, rv_arg);
+		n = __atomic_fetch_add(&rv_nacks, 1, __ATOMIC_SEQ_CST);
+		if (n < RV_MAX)
+			__atomic_store_n(&rv_acks[n], (int)syscall(SYS_gettid), __ATOMIC_RELEASE);
+	} else if (rv_old.sa_flags & SA_SIGINFO) {
+		if (rv_old.sa_sigaction)
+			rv_old.sa_sigaction(sig, si, uc);
+	} else if (rv_old.sa_handler != SIG_IGN && rv_old.sa_handler != SIG_DFL) {
+		rv_old.sa_handler(sig);
+	}
+out:
+	errno = saved;
+}
+
+static int rv_install(void)
+{
+	struct sigaction sa;
+
+	if (rv_signo)
+		return 0;
+	rv_signo = usft_opts.sync_signal ? usft_opts.sync_signal : SIGRTMIN + 7;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = rv_handler;
+	sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
+	sigfillset(&sa.sa_mask);
+	return sigaction(rv_signo, &sa, &rv_old) ? -errno : 0;
+}
+
+static int list_tids(int *tids, int max)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *de;
+	int n = 0;
+
+	if (!d)
+		return -errno;
+	while ((de = readdir(d)) && n < max) {
+		int tid = atoi(de->d_name);
+
+		if (tid > 0)
+			tids[n++] = tid;
+	}
+	closedir(d);
+	return n;
+}
+
+int usft_nr_threads(void)
+{
+	static int tids[RV_MAX];
+
+	return list_tids(tids, RV_MAX);
+}
+
+int usft_threads_rendezvous(void (*fn)(ucontext_t *uc, void *arg), void *arg)
+{
+	static int tids[RV_MAX], sent[RV_MAX];
+	int self = (int)syscall(SYS_gettid), pid = getpid();
+	int n, nsent = 0, missing = 0;
+	struct timespec t0, now;
+
+	pthread_mutex_lock(&rv_lock);
+	if (rv_install()) {
+		pthread_mutex_unlock(&rv_lock);
+		return -1;
+	}
+	n = list_tids(tids, RV_MAX);
+	rv_arg = arg;
+	rv_nacks = 0;
+	smp_store_release(&rv_fn, fn);
+	for (int i = 0; i < n; i++) {
+		if (tids[i] == self)
+			continue;
+		if (syscall(SYS_tgkill, pid, tids[i], rv_signo) == 0)
+			sent[nsent++] = tids[i];
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		missing = 0;
+		for (int i = 0; i < nsent; i++) {
+			bool acked = false;
+			int nack = __atomic_load_n(&rv_nacks, __ATOMIC_ACQUIRE);
+
+			for (int k = 0; k < nack && k < RV_MAX; k++)
+				if (__atomic_load_n(&rv_acks[k], __ATOMIC_ACQUIRE) == sent[i])
+					acked = true;
+			if (!acked && syscall(SYS_tgkill, pid, sent[i], 0) == 0)
+				missing++;
+		}
+		if (!missing)
+			break;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if ((now.tv_sec - t0.tv_sec) * 1000000000L + (now.tv_nsec - t0.tv_nsec) > 2000000000L) {
+			pr_warn("usft: %d thread(s) did not answer the rendezvous signal %d (blocked?)\n",
+				missing, rv_signo);
+			break;
+		}
+		sched_yield();
+	}
+	/* late handlers see rv_fn NULL and do nothing */
+	smp_store_release(&rv_fn, NULL);
+	pthread_mutex_unlock(&rv_lock);
+	return missing;
+}

@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * core/text.h - opening text pages for one batch and cross-thread sync.
+ */
+#ifndef USFT_CORE_TEXT_H
+#define USFT_CORE_TEXT_H
+
+#include <stddef.h>
+#include <ucontext.h>
+
+/* Make [addr, addr+len) writable (RWX: other threads keep executing it)
+ * until usft_text_close_all().  Return: 0 or -EPERM. */
+int usft_text_open(unsigned long addr, size_t len);
+/* Restore every page opened since the last close. Return: 0 or -EPERM. */
+int usft_text_close_all(void);
+/* The protection a page has outside batches. */
+int usft_page_prot(unsigned long page);
+
+/* Every other thread passes a core-serialising point (membarrier SYNC_CORE). */
+void usft_sync_core(void);
+void usft_sync_init(void);
+
+/*
+ * usft_threads_rendezvous() - run @fn in a signal handler on every other
+ * thread of the process (tgkill, then wait for each to acknowledge or exit).
+ * Return: number of threads that did not answer within the timeout.
+ */
+int usft_threads_rendezvous(void (*fn)(ucontext_t *uc, void *arg), void *arg);
+int usft_nr_threads(void);
+
+#endif

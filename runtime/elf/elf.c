@@ -1,0 +1,578 @@
+// SPDX-License-Identifier: MIT
+/*
+ * runtime/elf/elf.c - function symbols and __patchable_function_entries
+ * ranges of one ELF object, read with libelf.
+ *
+ * The input is untrusted (any file a process maps, or a fuzzer's buffer).
+ * The ELF header, the program and section header tables and every section's
+ * file extent are validated against the image size with our own
+ * bounds-checked reads before libelf sees the image; what libelf returns is
+ * checked again (counts, data sizes) before use.  Symbol entries are copied
+ * out with memcpy because libelf hands out unaligned pointers on x86 when a
+ * corrupt sh_offset is unaligned.
+ *
+ * Both entry points end up in elf_parse() on a private, writable copy of the
+ * image (a MAP_PRIVATE mapping of the file, or a heap copy of the caller's
+ * buffer), because elf_memory() wants a non-const buffer.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <gelf.h>
+#include <libelf.h>
+
+#include "elf/elf.h"
+
+#define ELF_PFE_SECTION		"__patchable_function_entries"
+#define ELF_PFE_ENTSIZE		8
+
+/*
+ * usft_elf_find_sym() looks this many entries below the alias group of the
+ * nearest preceding symbol for one that encloses @addr (assembly that types
+ * inner labels as functions).  Compiled C never nests functions.
+ */
+#define ELF_FIND_BACKTRACK	16
+
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define ELF_HOST_DATA		ELFDATA2LSB
+#else
+#define ELF_HOST_DATA		ELFDATA2MSB
+#endif
+
+struct elf_ctx {
+	Elf *elf;
+	size_t size;		/* image bytes */
+	size_t shnum;		/* validated section count */
+	size_t shstrndx;	/* validated, 0 when shnum == 0 */
+	const char *shstr;	/* section name table */
+	size_t shstr_size;
+};
+
+static bool elf_range_ok(uint64_t off, uint64_t len, size_t size)
+{
+	return off <= size && len <= size - off;
+}
+
+/*
+ * Check everything that locates data in the image: ELF header, program header
+ * table, section header table (with extended numbering) and each section's
+ * file extent.  Only @image[0, @size) is read.
+ */
+static int elf_check_image(const unsigned char *image, size_t size,
+			   struct elf_ctx *ctx)
+{
+	Elf64_Ehdr eh;
+	Elf64_Shdr sh;
+	size_t shnum, shstrndx, phnum, i;
+
+	if (size < sizeof(eh))
+		return -EINVAL;
+	memcpy(&eh, image, sizeof(eh));
+	if (memcmp(eh.e_ident, ELFMAG, SELFMAG) ||
+	    eh.e_ident[EI_CLASS] != ELFCLASS64 ||
+	    eh.e_ident[EI_DATA] != ELF_HOST_DATA ||
+	    eh.e_ident[EI_VERSION] != EV_CURRENT)
+		return -EINVAL;
+	if (eh.e_type != ET_EXEC && eh.e_type != ET_DYN)
+		return -EINVAL;
+
+	shnum = eh.e_shnum;
+	shstrndx = eh.e_shstrndx;
+	phnum = eh.e_phnum;
+	if (eh.e_shoff == 0) {
+		/* No section table: nothing may claim to live in it. */
+		if (shnum || phnum == PN_XNUM || shstrndx != SHN_UNDEF)
+			return -EINVAL;
+	} else {
+		/*
+		 * libelf on x86 hands out pointers into a misaligned table
+		 * as they are; every real linker aligns it.
+		 */
+		if (eh.e_shentsize != sizeof(Elf64_Shdr) ||
+		    eh.e_shoff % _Alignof(Elf64_Shdr) ||
+		    !elf_range_ok(eh.e_shoff, sizeof(sh), size))
+			return -EINVAL;
+		/* Section 0 carries the real counts when they overflow. */
+		memcpy(&sh, image + eh.e_shoff, sizeof(sh));
+		if (shnum == 0)
+			shnum = sh.sh_size;
+		if (shstrndx == SHN_XINDEX)
+			shstrndx = sh.sh_link;
+		if (phnum == PN_XNUM)
+			phnum = sh.sh_info;
+		if (shnum == 0 ||
+		    shnum > (size - eh.e_shoff) / sizeof(Elf64_Shdr))
+			return -EINVAL;
+		if (shstrndx == SHN_UNDEF || shstrndx >= shnum)
+			return -EINVAL;
+	}
+
+	if (phnum && (eh.e_phentsize != sizeof(Elf64_Phdr) ||
+		      eh.e_phoff > size ||
+		      phnum > (size - eh.e_phoff) / sizeof(Elf64_Phdr)))
+		return -EINVAL;
+
+	for (i = 1; i < shnum; i++) {
+		memcpy(&sh, image + eh.e_shoff + i * sizeof(sh), sizeof(sh));
+		if (sh.sh_type == SHT_NULL || sh.sh_type == SHT_NOBITS)
+			continue;
+		if (!elf_range_ok(sh.sh_offset, sh.sh_size, size))
+			return -EINVAL;
+	}
+
+	ctx->size = size;
+	ctx->shnum = shnum;
+	ctx->shstrndx = shstrndx;
+	return 0;
+}
+
+/* The bytes of a section as libelf returns them, checked against its header. */
+static int elf_section_bytes(Elf_Scn *scn, const Elf64_Shdr *sh,
+			     const void **buf, size_t *len)
+{
+	Elf_Data *data;
+
+	*buf = NULL;
+	*len = 0;
+	if (sh->sh_type == SHT_NOBITS)
+		return -EINVAL;
+	data = elf_getdata(scn, NULL);
+	if (!data)
+		return sh->sh_size ? -EINVAL : 0;
+	if (data->d_size != sh->sh_size || (data->d_size && !data->d_buf))
+		return -EINVAL;
+	*buf = data->d_buf;
+	*len = data->d_size;
+	return 0;
+}
+
+/* A NUL-terminated string lying wholly inside @tab, or NULL. */
+static const char *elf_strtab_str(const char *tab, size_t tab_size,
+				  uint64_t off)
+{
+	if (off >= tab_size)
+		return NULL;
+	if (!memchr(tab + off, '\0', tab_size - off))
+		return NULL;
+	return tab + off;
+}
+
+static int elf_get_shdr(struct elf_ctx *ctx, size_t idx, Elf_Scn **scn,
+			Elf64_Shdr **sh)
+{
+	*scn = elf_getscn(ctx->elf, idx);
+	*sh = *scn ? elf64_getshdr(*scn) : NULL;
+	return *sh ? 0 : -EINVAL;
+}
+
+/*
+ * Validate one SHT_SYMTAB/SHT_DYNSYM section and count its function symbols
+ * into *@nr, storing them at @syms[*nr] too unless @syms is NULL.  Names
+ * point into libelf's data and are copied out later.
+ */
+static int elf_scan_symtab(struct elf_ctx *ctx, Elf_Scn *scn,
+			   const Elf64_Shdr *sh, struct usft_elf_sym *syms,
+			   size_t *nr)
+{
+	Elf_Scn *strscn;
+	Elf64_Shdr *strsh;
+	const void *buf, *strs;
+	size_t len, strs_size, count, i;
+	Elf64_Sym sym;
+	int err;
+
+	if (sh->sh_link == SHN_UNDEF || sh->sh_link >= ctx->shnum)
+		return -EINVAL;
+	err = elf_get_shdr(ctx, sh->sh_link, &strscn, &strsh);
+	if (err)
+		return err;
+	if (strsh->sh_type != SHT_STRTAB)
+		return -EINVAL;
+	err = elf_section_bytes(scn, sh, &buf, &len);
+	if (err)
+		return err;
+	err = elf_section_bytes(strscn, strsh, &strs, &strs_size);
+	if (err)
+		return err;
+	if (len % sizeof(Elf64_Sym) ||
+	    (sh->sh_entsize && sh->sh_entsize != sizeof(Elf64_Sym)))
+		return -EINVAL;
+	count = len / sizeof(Elf64_Sym);
+	if (sh->sh_info > count)
+		return -EINVAL;
+
+	for (i = 0; i < count; i++) {
+		const char *name;
+		unsigned int type;
+
+		memcpy(&sym, (const unsigned char *)buf + i * sizeof(sym),
+		       sizeof(sym));
+		name = elf_strtab_str(strs, strs_size, sym.st_name);
+		if (!name)
+			return -EINVAL;
+		if (sym.st_shndx >= ctx->shnum && sym.st_shndx < SHN_LORESERVE)
+			return -EINVAL;
+		type = ELF64_ST_TYPE(sym.st_info);
+		if (type != STT_FUNC && type != STT_GNU_IFUNC)
+			continue;
+		if (sym.st_shndx == SHN_UNDEF || !name[0])
+			continue;
+		if (syms) {
+			syms[*nr].addr = sym.st_value;
+			syms[*nr].size = sym.st_size;
+			syms[*nr].name = name;
+		}
+		(*nr)++;
+	}
+	return 0;
+}
+
+/*
+ * Walk the section table: record __patchable_function_entries ranges and
+ * count (@syms NULL) or collect function symbols.
+ */
+static int elf_scan_sections(struct elf_ctx *ctx, struct usft_elf_info *info,
+			     struct usft_elf_sym *syms, size_t *nr)
+{
+	Elf_Scn *scn;
+	Elf64_Shdr *sh;
+	const char *name;
+	size_t i;
+	int err;
+
+	*nr = 0;
+	for (i = 1; i < ctx->shnum; i++) {
+		err = elf_get_shdr(ctx, i, &scn, &sh);
+		if (err)
+			return err;
+		name = elf_strtab_str(ctx->shstr, ctx->shstr_size, sh->sh_name);
+		if (!name)
+			return -EINVAL;
+
+		if (sh->sh_type == SHT_SYMTAB || sh->sh_type == SHT_DYNSYM) {
+			err = elf_scan_symtab(ctx, scn, sh, syms, nr);
+			if (err)
+				return err;
+		}
+
+		/* Ranges are taken on the counting pass only. */
+		if (syms || strcmp(name, ELF_PFE_SECTION))
+			continue;
+		if (sh->sh_size % ELF_PFE_ENTSIZE ||
+		    sh->sh_addr + sh->sh_size < sh->sh_addr)
+			return -EINVAL;
+		/* A linked object has one; more than the table holds are ignored. */
+		if (info->nr_pfe < USFT_ELF_MAX_PFE) {
+			info->pfe[info->nr_pfe].addr = sh->sh_addr;
+			info->pfe[info->nr_pfe].size = sh->sh_size;
+			info->nr_pfe++;
+		}
+	}
+	return 0;
+}
+
+static int elf_sym_cmp(const void *a, const void *b)
+{
+	const struct usft_elf_sym *x = a, *y = b;
+	int c;
+
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	c = strcmp(x->name, y->name);
+	if (c)
+		return c;
+	/* Keep the larger size first so deduplication keeps it. */
+	if (x->size != y->size)
+		return x->size > y->size ? -1 : 1;
+	return 0;
+}
+
+/*
+ * Sort and deduplicate @syms (names still in libelf's data), then move every
+ * surviving name into one owned block.
+ */
+static int elf_finish_syms(struct usft_elf_info *info,
+			   struct usft_elf_sym *syms, size_t nr)
+{
+	struct usft_elf_sym *shrunk;
+	size_t i, n, bytes = 0, len;
+	char *strings, *p;
+
+	if (nr > 1)
+		qsort(syms, nr, sizeof(*syms), elf_sym_cmp);
+	for (i = 0, n = 0; i < nr; i++) {
+		if (n && syms[n - 1].addr == syms[i].addr &&
+		    !strcmp(syms[n - 1].name, syms[i].name))
+			continue;
+		syms[n++] = syms[i];
+	}
+	for (i = 0; i < n; i++) {
+		len = strlen(syms[i].name) + 1;
+		if (__builtin_add_overflow(bytes, len, &bytes))
+			return -ENOMEM;
+	}
+
+	strings = malloc(bytes ? bytes : 1);
+	if (!strings)
+		return -ENOMEM;
+	for (i = 0, p = strings; i < n; i++) {
+		len = strlen(syms[i].name) + 1;
+		memcpy(p, syms[i].name, len);
+		syms[i].name = p;
+		p += len;
+	}
+
+	if (n < nr) {
+		shrunk = realloc(syms, n * sizeof(*syms));
+		if (shrunk)
+			syms = shrunk;
+	}
+	info->syms = syms;
+	info->nr_syms = n;
+	info->strings = strings;
+	return 0;
+}
+
+static int elf_parse(void *image, size_t size, struct usft_elf_info *out)
+{
+	struct usft_elf_info info = { 0 };
+	struct elf_ctx ctx = { 0 };
+	struct usft_elf_sym *syms = NULL;
+	Elf64_Ehdr *eh;
+	Elf_Scn *scn;
+	Elf64_Shdr *sh;
+	const void *shstr;
+	size_t n, nr, nr2;
+	int err;
+
+	err = elf_check_image(image, size, &ctx);
+	if (err)
+		return err;
+
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return -EINVAL;
+	ctx.elf = elf_memory(image, size);
+	if (!ctx.elf)
+		return -EINVAL;
+
+	err = -EINVAL;
+	if (elf_kind(ctx.elf) != ELF_K_ELF ||
+	    gelf_getclass(ctx.elf) != ELFCLASS64)
+		goto out_end;
+	eh = elf64_getehdr(ctx.elf);
+	if (!eh)
+		goto out_end;
+	/* libelf must agree with what was validated above. */
+	if (elf_getshdrnum(ctx.elf, &n) || n != ctx.shnum)
+		goto out_end;
+
+	if (ctx.shnum) {
+		if (elf_getshdrstrndx(ctx.elf, &n) || n != ctx.shstrndx)
+			goto out_end;
+		err = elf_get_shdr(&ctx, ctx.shstrndx, &scn, &sh);
+		if (err)
+			goto out_end;
+		err = -EINVAL;
+		if (sh->sh_type != SHT_STRTAB)
+			goto out_end;
+		err = elf_section_bytes(scn, sh, &shstr, &ctx.shstr_size);
+		if (err)
+			goto out_end;
+		ctx.shstr = shstr;
+	}
+
+	err = elf_scan_sections(&ctx, &info, NULL, &nr);
+	if (err)
+		goto out_end;
+	if (nr) {
+		err = -ENOMEM;
+		syms = calloc(nr, sizeof(*syms));
+		if (!syms)
+			goto out_end;
+		err = elf_scan_sections(&ctx, &info, syms, &nr2);
+		if (err)
+			goto out_syms;
+		err = -EINVAL;
+		if (nr2 != nr)
+			goto out_syms;
+		err = elf_finish_syms(&info, syms, nr);
+		if (err)
+			goto out_syms;
+	}
+
+	info.pfe_entsize = ELF_PFE_ENTSIZE;
+	info.is_dyn = eh->e_type == ET_DYN;
+	info.machine = eh->e_machine;
+	elf_end(ctx.elf);
+	*out = info;
+	return 0;
+
+out_syms:
+	free(syms);
+out_end:
+	elf_end(ctx.elf);
+	return err;
+}
+
+/* Fallback for files that cannot be mapped: read them whole. */
+static int elf_read_fd(int fd, size_t size, void **image)
+{
+	unsigned char *buf;
+	size_t done = 0;
+	ssize_t r;
+
+	buf = malloc(size);
+	if (!buf)
+		return -ENOMEM;
+	while (done < size) {
+		r = pread(fd, buf + done, size - done, done);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			free(buf);
+			return -EINVAL;	/* I/O error or the file shrank */
+		}
+		done += r;
+	}
+	*image = buf;
+	return 0;
+}
+
+int usft_elf_read(const char *path, struct usft_elf_info *out)
+{
+	struct stat st;
+	void *image;
+	bool mapped = true;
+	size_t size;
+	int fd, err;
+
+	if (!out)
+		return -EINVAL;
+	memset(out, 0, sizeof(*out));
+	if (!path)
+		return -EINVAL;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st)) {
+		err = -errno;
+		goto out_close;
+	}
+	err = -EINVAL;
+	size = (size_t)st.st_size;
+	if (!S_ISREG(st.st_mode) || st.st_size < 0 ||
+	    (unsigned long long)st.st_size != size ||
+	    size < sizeof(Elf64_Ehdr))
+		goto out_close;
+
+	/*
+	 * A private writable mapping: libelf may convert in place and nothing
+	 * reaches the file.  (A file truncated by someone else while mapped
+	 * can still fault; objects a process has loaded are not rewritten.)
+	 */
+	image = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+	if (image == MAP_FAILED) {
+		if (errno == ENOMEM) {
+			err = -ENOMEM;
+			goto out_close;
+		}
+		mapped = false;
+		err = elf_read_fd(fd, size, &image);
+		if (err)
+			goto out_close;
+	}
+	close(fd);
+
+	err = elf_parse(image, size, out);
+	if (mapped)
+		munmap(image, size);
+	else
+		free(image);
+	return err;
+
+out_close:
+	close(fd);
+	return err;
+}
+
+int usft_elf_read_mem(const void *image, size_t size,
+		      struct usft_elf_info *out)
+{
+	void *copy;
+	int err;
+
+	if (!out)
+		return -EINVAL;
+	memset(out, 0, sizeof(*out));
+	if (!image || size < sizeof(Elf64_Ehdr))
+		return -EINVAL;
+
+	copy = malloc(size);
+	if (!copy)
+		return -ENOMEM;
+	memcpy(copy, image, size);
+	err = elf_parse(copy, size, out);
+	free(copy);
+	return err;
+}
+
+void usft_elf_free(struct usft_elf_info *info)
+{
+	if (!info)
+		return;
+	free(info->syms);
+	free(info->strings);
+	memset(info, 0, sizeof(*info));
+}
+
+static bool elf_sym_contains(const struct usft_elf_sym *sym, unsigned long addr)
+{
+	return addr >= sym->addr && addr - sym->addr < (sym->size ? sym->size : 1);
+}
+
+const struct usft_elf_sym *usft_elf_find_sym(const struct usft_elf_info *info,
+					     unsigned long addr)
+{
+	const struct usft_elf_sym *syms;
+	size_t lo = 0, hi, mid, last, first, i;
+
+	if (!info || !info->syms || !info->nr_syms)
+		return NULL;
+	syms = info->syms;
+
+	/* lo = first entry starting above addr */
+	hi = info->nr_syms;
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		if (syms[mid].addr <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0)
+		return NULL;
+	last = lo - 1;
+
+	/* Aliases share an address; the first (by name) that covers addr wins. */
+	first = last;
+	while (first > 0 && syms[first - 1].addr == syms[last].addr)
+		first--;
+	for (i = first; i <= last; i++)
+		if (elf_sym_contains(&syms[i], addr))
+			return &syms[i];
+
+	for (i = 0; i < ELF_FIND_BACKTRACK && first > 0; i++) {
+		first--;
+		if (elf_sym_contains(&syms[first], addr))
+			return &syms[first];
+	}
+	return NULL;
+}
