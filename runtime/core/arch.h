@@ -68,6 +68,8 @@ int ftrace_arch_code_modify_post_process(void);
  * Leaves ops->trampoline 0 when trampolines are off or impossible.
  */
 void arch_ftrace_update_trampoline(struct ftrace_ops *ops);
+/** arch_ftrace_trampoline_quiesce() - make @ops' trampolines call nothing (before the wait). */
+void arch_ftrace_trampoline_quiesce(struct ftrace_ops *ops);
 /** arch_ftrace_trampoline_free() - after the tasks grace period. */
 void arch_ftrace_trampoline_free(struct ftrace_ops *ops);
 

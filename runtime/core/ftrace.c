@@ -89,6 +89,14 @@ static void usft_do_init(void)
 	smp_store_release(&usft_inited, 1);
 }
 
+/* read-only inspection keeps working after the kill switch */
+int ftrace_lazy_init_ro(void)
+{
+	if (!smp_load_acquire(&usft_inited))
+		pthread_once(&usft_once, usft_do_init);
+	return usft_init_ret;
+}
+
 int ftrace_lazy_init(void)
 {
 	if (!smp_load_acquire(&usft_inited))
@@ -926,14 +934,18 @@ int ftrace_shutdown(struct ftrace_ops *ops, int command)
 		ops->flags &= ~FTRACE_OPS_FL_REMOVING;
 	}
 	/*
-	 * Dynamic ops may be freed by the caller as soon as we return, and
+	 * The caller may free the ops or its data as soon as we return, and
 	 * threads may still be inside its trampoline or callback: wait for
 	 * them (kernel: synchronize_rcu_tasks_rude() + synchronize_rcu_tasks()).
+	 * The kernel skips the wait for static (non-DYNAMIC) ops because it
+	 * costs ~100 ms there; here a grace period costs microseconds, so
+	 * usft waits for every ops (docs/design.md) and frees only dynamic
+	 * ones' trampolines (static ops keep theirs, as in the kernel).
 	 */
-	if (ops->flags & FTRACE_OPS_FL_DYNAMIC) {
-		synchronize_rcu_tasks();
+	arch_ftrace_trampoline_quiesce(ops);
+	synchronize_rcu_tasks();
+	if (ops->flags & FTRACE_OPS_FL_DYNAMIC)
 		ftrace_trampoline_free(ops);
-	}
 	return 0;
 }
 

@@ -272,6 +272,7 @@ int ftrace_update_record(struct dyn_ftrace *rec, bool enable);
 unsigned long ftrace_get_addr_new(struct dyn_ftrace *rec);
 unsigned long ftrace_get_addr_curr(struct dyn_ftrace *rec);
 int ftrace_lazy_init(void);
+int ftrace_lazy_init_ro(void);
 /* enable the records of a freshly loaded object for ops tracing everything */
 void ftrace_object_enable(struct usft_object *obj);
 void ftrace_object_release_hashes(struct usft_object *obj);

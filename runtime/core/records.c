@@ -116,7 +116,7 @@ USFT_API unsigned long ftrace_location(unsigned long ip)
 {
 	unsigned long ret;
 
-	if (ftrace_lazy_init())
+	if (ftrace_lazy_init_ro())
 		return 0;
 	pthread_mutex_lock(&ftrace_lock);
 	ftrace_records_sync();
@@ -130,7 +130,7 @@ USFT_API const char *usft_kallsyms_lookup(unsigned long addr, unsigned long *off
 	struct usft_object *obj;
 	const char *name = NULL;
 
-	if (ftrace_lazy_init())
+	if (ftrace_lazy_init_ro())
 		return NULL;
 	pthread_mutex_lock(&ftrace_lock);
 	for (obj = usft_objects; obj; obj = obj->next) {
@@ -155,7 +155,7 @@ USFT_API unsigned long usft_lookup_name(const char *name)
 	struct usft_object *obj;
 	unsigned long addr = 0;
 
-	if (!name || ftrace_lazy_init())
+	if (!name || ftrace_lazy_init_ro())
 		return 0;
 	pthread_mutex_lock(&ftrace_lock);
 	ftrace_records_sync();
@@ -440,6 +440,15 @@ void ftrace_release_object(struct usft_object *obj)
 	struct usft_object **op;
 
 	if (obj->pages) {
+		struct ftrace_page *p = obj->pages;
+		unsigned long left = obj->nr_recs;
+
+		for (; p && left; p = p->next) {
+			left -= p->index;
+			for (int i = 0; i < p->index; i++)
+				if (p->records[i].flags & FTRACE_FL_ENABLED)
+					usft_counters.nr_enabled--;
+		}
 		ftrace_object_release_hashes(obj);
 		for (pp = &ftrace_pages_start; *pp && *pp != obj->pages; pp = &(*pp)->next)
 			;
@@ -468,13 +477,6 @@ static struct usft_object *find_object(unsigned long bias, const char *path)
 		if (obj->bias == bias && !strcmp(obj->path, path))
 			return obj;
 	return NULL;
-}
-
-static bool is_runtime_object(const struct phdr_obj *o)
-{
-	unsigned long self = (unsigned long)&ftrace_records_sync;
-
-	return self >= o->text_lo && self < o->text_hi;
 }
 
 /* Caller holds ftrace_lock. */
@@ -515,7 +517,7 @@ int ftrace_records_sync(void)
 		struct phdr_obj *o = &scan.objs[i];
 		int err;
 
-		if (find_object(o->bias, o->path) || is_runtime_object(o))
+		if (find_object(o->bias, o->path))
 			continue;
 		obj = calloc(1, sizeof(*obj));
 		if (!obj) {

@@ -10,6 +10,7 @@
  * window, never from what a page happens to have at the time.
  */
 #include <dirent.h>
+#include <stdio.h>
 #include <linux/membarrier.h>
 #include <sched.h>
 #include <signal.h>
@@ -183,6 +184,29 @@ static int list_tids(int *tids, int max)
 	return n;
 }
 
+/* Does thread @tid block signal @signo?  (SigBlk in /proc/self/task/<tid>/status) */
+static bool thread_blocks(int tid, int signo)
+{
+	char path[64], line[256];
+	bool blocked = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/status", tid);
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	while (fgets(line, sizeof(line), f)) {
+		if (!strncmp(line, "SigBlk:", 7)) {
+			unsigned long long mask = strtoull(line + 7, NULL, 16);
+
+			blocked = (mask >> (signo - 1)) & 1;
+			break;
+		}
+	}
+	fclose(f);
+	return blocked;
+}
+
 int usft_nr_threads(void)
 {
 	static int tids[RV_MAX];
@@ -209,6 +233,15 @@ int usft_threads_rendezvous(void (*fn)(ucontext_t *uc, void *arg), void *arg)
 	for (int i = 0; i < n; i++) {
 		if (tids[i] == self)
 			continue;
+		/*
+		 * A thread that blocks the signal would never answer; it is
+		 * skipped (docs/design.md: such threads are not relocated).
+		 */
+		if (thread_blocks(tids[i], rv_signo)) {
+			pr_debug("usft: thread %d blocks signal %d; not part of the rendezvous\n",
+				 tids[i], rv_signo);
+			continue;
+		}
 		if (syscall(SYS_tgkill, pid, tids[i], rv_signo) == 0)
 			sent[nsent++] = tids[i];
 	}

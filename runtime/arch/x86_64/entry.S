@@ -63,9 +63,13 @@
 .endm
 
 /* tasks-RCU entry mark + first-entry registration; \data = template data base */
-.macro TASK_ENTER tpoff, regfn
+.macro TASK_MARK tpoff
 	movq	\tpoff(%rip), %r11
 	incq	%fs:TASK_NEST(%r11)
+.endm
+
+.macro TASK_ENTER tpoff, regfn
+	movq	\tpoff(%rip), %r11
 	cmpl	$0, %fs:TASK_STATE(%r11)
 	jne	1f
 	call	*\regfn(%rip)
@@ -93,11 +97,21 @@
 	movq	%rsp, %rcx
 .endm
 
+/* ftrace_override_function_with_return() target */
+	.balign 16
+	.globl	usft_just_return
+	.type	usft_just_return, @function
+usft_just_return:
+	ret
+	int3
+	.size	usft_just_return, . - usft_just_return
+
 /* ------------------------------------------------------------------ */
 	.balign 16
 	.globl	ftrace_caller
 	.type	ftrace_caller, @function
 ftrace_caller:
+	TASK_MARK .Lc_tpoff
 	leaq	-FRAME(%rsp), %rsp
 	SAVE_ARGS
 	movq	$0, USFT_PTREGS_ORIG_AX(%rsp)
@@ -134,6 +148,7 @@ ftrace_caller_end:
 	.globl	ftrace_regs_caller
 	.type	ftrace_regs_caller, @function
 ftrace_regs_caller:
+	TASK_MARK .Lr_tpoff
 	leaq	-FRAME(%rsp), %rsp
 	pushfq
 	popq	USFT_PTREGS_FLAGS(%rsp)

@@ -458,6 +458,30 @@ void arch_ftrace_update_trampoline(struct ftrace_ops *ops)
 	usft_counters.nr_trampolines++;
 }
 
+/*
+ * Userspace addition: before the grace period of an unregister, point the
+ * callback word of every copy at ftrace_stub.  A thread preempted between
+ * a site's call and the trampoline's "inside" mark is invisible to the
+ * grace period; when it resumes it now calls the stub, never the callback
+ * of an ops whose unregister already returned.
+ */
+void arch_ftrace_trampoline_quiesce(struct ftrace_ops *ops)
+{
+	struct usft_ops_private *p = ops->usft;
+
+	if (!p || !(ops->flags & FTRACE_OPS_FL_ALLOC_TRAMP))
+		return;
+	for (unsigned int i = 0; i < p->nr; i++) {
+		unsigned long word = p->copy[i].addr + tmpl_data_off(p->regs) +
+				     offsetof(struct tramp_data, funcv);
+
+		if (!usft_text_open(word, 8))
+			__atomic_store_n((unsigned long *)word, (unsigned long)ftrace_stub,
+					 __ATOMIC_RELEASE);
+		usft_text_close_all();
+	}
+}
+
 void arch_ftrace_trampoline_free(struct ftrace_ops *ops)
 {
 	struct usft_ops_private *p = ops->usft, **pp;

@@ -128,14 +128,15 @@ ftrace_regs_set_return_value(struct ftrace_regs *fregs, unsigned long ret)
 
 /*
  * ftrace_override_function_with_return() - make the traced function return
- * to its caller at once (the caller pops the return-into-body slot).
+ * to its caller at once: the caller "returns" into a lone `ret`, which pops
+ * the traced function's own return address.
  */
+/* a lone `ret` in libusft (kernel: just_return_func / the return thunk) */
+extern void usft_just_return(void);
+
 static inline void ftrace_override_function_with_return(struct ftrace_regs *fregs)
 {
-	struct pt_regs *r = &arch_ftrace_regs(fregs)->regs;
-
-	r->ip = *(unsigned long *)r->sp;
-	r->sp += sizeof(unsigned long);
+	arch_ftrace_regs(fregs)->regs.ip = (unsigned long)usft_just_return;
 }
 
 #endif /* !__ASSEMBLER__ */

@@ -1,0 +1,213 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Objects loaded and unloaded at run time (the kernel's modules): sites of a
+ * dlopen()ed object become filterable and traceable; after dlclose() its
+ * records are gone and nothing touches its memory again, even when an ops
+ * that selected it is still registered.  kernel-ftrace.md §1.3 (module
+ * records), ARCHITECTURE.md §2.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <string.h>
+
+#include "test_common.h"
+
+#ifndef CF_FIXTURE_PATH
+#error "CF_FIXTURE_PATH must name the fixture object"
+#endif
+
+typedef long (*bin_fn)(long, long);
+typedef long (*un_fn)(long);
+
+TRACEE long cf_dl_local(long x)
+{
+	TRACEE_BODY();
+	return x + 100;
+}
+
+TRACEE long cf_dl_local2(long x)
+{
+	TRACEE_BODY();
+	return x + 200;
+}
+
+struct fixture {
+	void *handle;
+	bin_fn add, mul;
+	un_fn combo;
+};
+
+static void fixture_open(struct fixture *f)
+{
+	f->handle = dlopen(CF_FIXTURE_PATH, RTLD_NOW | RTLD_LOCAL);
+	cr_assert_not_null(f->handle, "dlopen(%s): %s", CF_FIXTURE_PATH, dlerror());
+	f->add = (bin_fn)dlsym(f->handle, "cf_dlfix_add");
+	f->mul = (bin_fn)dlsym(f->handle, "cf_dlfix_mul");
+	f->combo = (un_fn)dlsym(f->handle, "cf_dlfix_combo");
+	cr_assert(f->add && f->mul && f->combo, "dlsym failed");
+}
+
+static void fixture_close(struct fixture *f)
+{
+	cr_assert_eq(dlclose(f->handle), 0);
+	cr_assert_null(dlopen(CF_FIXTURE_PATH, RTLD_NOW | RTLD_NOLOAD),
+		       "fixture still loaded after dlclose (pinned?)");
+	memset(f, 0, sizeof(*f));
+}
+
+Test(dlopen, object_sites_are_traced)
+{
+	static struct tc_counter c;
+	struct usft_stats st0, st;
+	struct fixture f;
+
+	cr_assert_eq(usft_init(), 0);
+	st0 = tc_stat();
+	fixture_open(&f);
+
+	tc_counter_init(&c, 0);
+	cr_assert_eq(tc_set_filter(&c.ops, "cf_dlfix_a*", 1), 0,
+		     "glob on the loaded object's function matched nothing");
+	cr_assert_eq(usft_lookup_name("cf_dlfix_add"), (unsigned long)f.add);
+	cr_assert_neq(ftrace_location((unsigned long)f.add), 0);
+	st = tc_stat();
+	cr_assert_geq(st.nr_sites, st0.nr_sites + 3, "object's sites not recorded");
+	cr_assert_geq(st.nr_objects, st0.nr_objects + 1);
+	expect_nop5(f.add);
+	expect_nop5(f.mul);
+	expect_nop5(f.combo);
+
+	cr_assert_eq(register_ftrace_function(&c.ops), 0);
+	expect_call(f.add);
+	expect_nop5(f.mul);
+	expect_nop5(f.combo);
+	cr_assert_eq(f.add(2, 3), 5);
+	cr_assert_eq(tc_count(&c), 1);
+	cr_assert_eq(atomic_load(&c.last_ip), ftrace_location((unsigned long)f.add));
+	cr_assert_eq(f.mul(2, 3), 6);
+	cr_assert_eq(tc_count(&c), 1);
+	cr_assert_eq(f.combo(4), 5 + 8);
+	cr_assert_eq(tc_count(&c), 2, "call from inside the object not traced");
+
+	cr_assert_eq(unregister_ftrace_function(&c.ops), 0);
+	expect_nop5(f.add);
+	cr_assert_eq(f.add(1, 1), 2);
+	cr_assert_eq(tc_count(&c), 2);
+	ftrace_free_filter(&c.ops);
+	fixture_close(&f);
+}
+
+Test(dlopen, records_gone_after_dlclose)
+{
+	static struct tc_counter c, all;
+	struct usft_stats st0, st;
+	struct fixture f;
+
+	cr_assert_eq(usft_init(), 0);
+	st0 = tc_stat();
+	fixture_open(&f);
+	tc_counter_init(&c, 0);
+	cr_assert_eq(tc_set_filter(&c.ops, "cf_dlfix_*", 1), 0);
+	cr_assert_eq(register_ftrace_function(&c.ops), 0);
+	f.combo(1);
+	cr_assert_eq(tc_count(&c), 3);
+	cr_assert_eq(unregister_ftrace_function(&c.ops), 0);
+	fixture_close(&f);
+
+	/* every remaining site gets patched; the unloaded object is not touched */
+	tc_counter_init(&all, 0);
+	cr_assert_eq(register_ftrace_function(&all.ops), 0);
+	expect_call(cf_dl_local);
+	cr_assert_eq(cf_dl_local(1), 101);
+	cr_assert_geq(tc_count(&all), 1);
+	st = tc_stat();
+	cr_assert_eq(st.nr_sites, st0.nr_sites, "records of the unloaded object remain");
+	cr_assert_eq(st.nr_objects, st0.nr_objects);
+	cr_assert_eq(usft_lookup_name("cf_dlfix_add"), 0);
+	cr_assert_eq(unregister_ftrace_function(&all.ops), 0);
+	expect_nop5(cf_dl_local);
+
+	/* a glob for the unloaded functions matches nothing now */
+	cr_assert_eq(tc_set_filter(&c.ops, "cf_dlfix_*", 1), -EINVAL);
+
+	/* load it again: works again */
+	fixture_open(&f);
+	cr_assert_eq(tc_set_filter(&c.ops, "cf_dlfix_mul", 1), 0);
+	cr_assert_eq(register_ftrace_function(&c.ops), 0);
+	expect_nop5(f.add);
+	expect_call(f.mul);
+	cr_assert_eq(f.mul(6, 7), 42);
+	cr_assert_eq(tc_count(&c), 4);
+	cr_assert_eq(atomic_load(&c.last_ip), ftrace_location((unsigned long)f.mul));
+	cr_assert_eq(unregister_ftrace_function(&c.ops), 0);
+	expect_nop5(f.mul);
+	fixture_close(&f);
+}
+
+Test(dlopen, dlclose_while_ops_registered)
+{
+	static struct tc_counter c;
+	struct fixture f;
+
+	cr_assert_eq(usft_init(), 0);
+	fixture_open(&f);
+	tc_counter_init(&c, 0);
+	cr_assert_eq(tc_set_filter(&c.ops, "cf_dlfix_add cf_dl_local", 1), 0);
+	cr_assert_eq(register_ftrace_function(&c.ops), 0);
+	expect_call(f.add);
+	expect_call(cf_dl_local);
+	f.add(1, 2);
+	cf_dl_local(1);
+	cr_assert_eq(tc_count(&c), 2);
+
+	fixture_close(&f);	/* the object goes away under a live ops */
+
+	cr_assert_eq(cf_dl_local(2), 102);
+	cr_assert_eq(tc_count(&c), 3);
+	expect_call(cf_dl_local);
+
+	/* the live ops keeps working: filter changes re-patch remaining sites */
+	cr_assert_eq(tc_set_filter(&c.ops, "cf_dl_local2", 0), 0);
+	expect_call(cf_dl_local2);
+	cf_dl_local2(0);
+	cr_assert_eq(tc_count(&c), 4);
+	cr_assert_eq(tc_stat().nr_enabled, 2);
+
+	cr_assert_eq(unregister_ftrace_function(&c.ops), 0);
+	expect_nop5(cf_dl_local);
+	expect_nop5(cf_dl_local2);
+	cf_dl_local(0);
+	cr_assert_eq(tc_count(&c), 4);
+
+	/* a fresh load starts clean */
+	fixture_open(&f);
+	cr_assert_neq(ftrace_location((unsigned long)f.add), 0);
+	expect_nop5(f.add);
+	cr_assert_eq(f.add(20, 22), 42);
+	cr_assert_eq(tc_count(&c), 4);
+	fixture_close(&f);
+}
+
+Test(dlopen, object_loaded_under_all_functions_ops_is_traced)
+{
+	static struct tc_counter all;
+	struct fixture f;
+	long before, after, r;
+
+	cr_assert_eq(usft_init(), 0);
+	tc_counter_init(&all, 0);
+	cr_assert_eq(register_ftrace_function(&all.ops), 0);
+	fixture_open(&f);
+	/* any API call lets the runtime see the new object */
+	cr_assert_neq(ftrace_location((unsigned long)f.add), 0);
+	expect_call(f.add);
+	before = tc_count(&all);
+	r = f.add(1, 2);
+	after = tc_count(&all);
+	cr_assert_eq(r, 3);
+	cr_assert_eq(after, before + 1,
+		     "new object's site not enabled for a registered all-functions ops");
+	cr_assert_eq(unregister_ftrace_function(&all.ops), 0);
+	expect_nop5(f.add);
+	fixture_close(&f);
+}
