@@ -23,7 +23,11 @@
 /* The traced workload                                                 */
 
 /* noipa: never inlined, cloned or merged, so each keeps one site. */
+#if defined(__clang__)
+#define DEMO_FN __attribute__((noinline))
+#else
 #define DEMO_FN __attribute__((noinline, noipa))
+#endif
 
 /* Parse up to @max whitespace-separated integers. Return: how many. */
 DEMO_FN int demo_parse(const char *s, long *out, int max)

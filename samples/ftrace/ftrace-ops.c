@@ -29,7 +29,11 @@
 #include <usft/usft.h>
 
 /* Tracees: never inlined, cloned or merged, and their bodies are not empty. */
+#if defined(__clang__)
+#define TRACEE __attribute__((noinline))
+#else
 #define TRACEE __attribute__((noinline, noipa))
+#endif
 
 void tracee_relevant(void);
 void tracee_irrelevant(void);

@@ -7,7 +7,11 @@
 #if defined(__clang__)
 #define FIXTURE_FN __attribute__((noinline, used, visibility("default")))
 #else
+#if defined(__clang__)
+#define FIXTURE_FN __attribute__((noinline, used, visibility("default")))
+#else
 #define FIXTURE_FN __attribute__((noinline, noipa, used, visibility("default")))
+#endif
 #endif
 
 FIXTURE_FN long cf_dlfix_add(long a, long b)

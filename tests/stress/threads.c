@@ -225,7 +225,9 @@ static void cycle_one_ops(unsigned long base_flags, const char *what)
 	expect_frozen(&pool, cs, 1);
 	tc_pool_stop(&pool);
 	cr_assert_eq(atomic_load(&pool.errors), 0, "%s: wrong results in worker threads", what);
-	cr_assert_geq(atomic_load(&c.count), own_calls, "%s: callbacks lost", what);
+	cr_assert_geq(atomic_load(&c.count), own_calls,
+		      "%s: callbacks lost: %ld callbacks for %ld cycles of main-thread calls", what,
+		      atomic_load(&c.count), own_calls);
 	expect_clean(&c, what);
 	cr_assert_eq(tc_stat().nr_enabled, 0);
 	cr_assert_eq(tc_stat().disabled, 0);

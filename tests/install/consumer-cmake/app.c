@@ -10,7 +10,11 @@
 #if defined(__clang__)
 #define NOINLINE __attribute__((noinline))
 #else
+#if defined(__clang__)
+#define NOINLINE __attribute__((noinline))
+#else
 #define NOINLINE __attribute__((noinline, noipa))
+#endif
 #endif
 
 #define CALLS 1000
