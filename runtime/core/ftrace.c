@@ -822,7 +822,7 @@ USFT_API void ftrace_free_filter(struct ftrace_ops *ops)
 
 static void ftrace_trampoline_free(struct ftrace_ops *ops)
 {
-	if (ops->flags & FTRACE_OPS_FL_ALLOC_TRAMP)
+	if (ops->usft)
 		arch_ftrace_trampoline_free(ops);
 }
 

@@ -192,6 +192,10 @@ void free_ftrace_hash_rcu(struct ftrace_hash *hash);
 	for (i = 0; (hash)->buckets && i < (1UL << (hash)->size_bits); i++) \
 		for (e = (hash)->buckets[i]; e; e = e->hnext)
 
+/* ---- filters (filter.c) ----------------------------------------- */
+/* shell-style glob: *, ?, [a-z], [!x]/[^x], \\ escapes */
+bool usft_glob_match(const char *pat, const char *str);
+
 /* ---- tasks RCU and recursion (rcu_tasks.c, recursion.c) ------------ */
 
 /*

@@ -465,7 +465,8 @@ void ftrace_release_object(struct usft_object *obj)
 			break;
 		}
 	arch_ftrace_object_removed(obj);
-	usft_counters.nr_objects--;
+	if (obj->nr_recs)
+		usft_counters.nr_objects--;
 	free_object(obj);
 }
 
@@ -539,12 +540,13 @@ int ftrace_records_sync(void)
 		}
 		*tailp = obj;
 		tailp = &obj->next;
-		usft_counters.nr_objects++;
 		err = ftrace_process_locs(obj);
 		if (err) {
 			ret = err;
 			break;
 		}
+		if (obj->nr_recs)
+			usft_counters.nr_objects++;
 		link_object_pages(obj);
 		usft_counters.nr_sites = nr_records;
 		if (obj->nr_recs)

@@ -131,8 +131,16 @@ notrace void tc_counter_func(unsigned long ip, unsigned long parent_ip,
 	atomic_fetch_add(&c->count, 1);
 }
 
+static notrace void tc_assert_fresh(const struct ftrace_ops *ops)
+{
+	cr_assert_not(ops->flags & FTRACE_OPS_FL_INITIALIZED,
+		      "test bug: re-initialising an ops the runtime has seen "
+		      "(its trampoline and hashes would leak); use a fresh one");
+}
+
 notrace void tc_counter_init(struct tc_counter *c, unsigned long flags)
 {
+	tc_assert_fresh(&c->ops);
 	memset(c, 0, sizeof(*c));
 	c->ops.func = tc_counter_func;
 	c->ops.flags = flags;
@@ -158,6 +166,7 @@ notrace void tc_hits_init(struct tc_hits *h, const tc_fn_t *fns, int n,
 {
 	int i;
 
+	tc_assert_fresh(&h->ops);
 	memset(h, 0, sizeof(*h));
 	h->ops.func = tc_hits_func;
 	h->ops.flags = flags;

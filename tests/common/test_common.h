@@ -111,6 +111,22 @@ int tc_poke_text(unsigned long addr, const void *bytes, size_t len);
 /* ------------------------------------------------------------------ */
 /* Ops helpers                                                          */
 
+/*
+ * Attribute flags: what a caller may set (before registration).  Every other
+ * bit (ENABLED, DYNAMIC, INITIALIZED, ALLOC_TRAMP, ...) belongs to the
+ * runtime and must survive between registrations of the same ops.
+ */
+#define TC_ATTR_FLAGS                                                          \
+	(FTRACE_OPS_FL_SAVE_REGS | FTRACE_OPS_FL_SAVE_REGS_IF_SUPPORTED |      \
+	 FTRACE_OPS_FL_RECURSION | FTRACE_OPS_FL_IPMODIFY |                    \
+	 FTRACE_OPS_FL_PERMANENT | FTRACE_OPS_FL_RCU)
+
+/** tc_ops_set_attr() - replace the attribute flags, keep the runtime's bits. */
+static inline notrace void tc_ops_set_attr(struct ftrace_ops *ops, unsigned long attr)
+{
+	ops->flags = (ops->flags & ~TC_ATTR_FLAGS) | attr;
+}
+
 /** tc_set_filter() / tc_set_notrace() - string wrappers (len = strlen). */
 int tc_set_filter(struct ftrace_ops *ops, const char *s, int reset);
 int tc_set_notrace(struct ftrace_ops *ops, const char *s, int reset);
@@ -128,6 +144,8 @@ struct tc_counter {
 	_Atomic unsigned long last_ip;
 	_Atomic unsigned long last_parent;
 };
+/* The init helpers start a fresh ops: they refuse (cr_assert) an ops the
+ * runtime has already initialised, which must not be wiped. */
 void tc_counter_init(struct tc_counter *c, unsigned long flags);
 void tc_counter_func(unsigned long ip, unsigned long parent_ip,
 		     struct ftrace_ops *op, struct ftrace_regs *fregs);

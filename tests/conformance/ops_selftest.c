@@ -84,13 +84,13 @@ static void selftest_ops(unsigned long flags)
 {
 	struct ftrace_ops *dyn_ops;
 
-	memset(&test_probe1, 0, sizeof(test_probe1));
-	memset(&test_probe2, 0, sizeof(test_probe2));
-	memset(&test_probe3, 0, sizeof(test_probe3));
+	/* static probes, as in the kernel: set up once, reused by a second run */
 	test_probe1.func = probe1_func;
 	test_probe2.func = probe2_func;
 	test_probe3.func = probe3_func;
-	test_probe1.flags = test_probe2.flags = test_probe3.flags = flags;
+	tc_ops_set_attr(&test_probe1, flags);
+	tc_ops_set_attr(&test_probe2, flags);
+	tc_ops_set_attr(&test_probe3, flags);
 	reset_counts();
 
 	cr_assert_eq(tc_set_filter(&test_probe1, "cf_ops_func1", 1), 0);
@@ -172,6 +172,7 @@ Test(trace_selftest_ops, counting_matrix_twice_in_one_process)
 	/* the kernel runs it twice; the second run must start from clean state */
 	selftest_ops(0);
 	selftest_ops(FTRACE_OPS_FL_RECURSION);
+	selftest_ops(0);
 }
 
 Test(trace_selftest_startup_dynamic_tracing, filtered_function_counted_once)

@@ -201,22 +201,23 @@ static notrace void trylock_cb(unsigned long ip, unsigned long pip,
 	ftrace_test_recursion_unlock(bit);
 }
 
-static void check_trylock_in_callback(unsigned long flags, bool shared)
+static void check_trylock_in_callback(int idx, unsigned long flags, bool shared)
 {
-	static struct ftrace_ops ops;
-	static struct tc_counter other;
+	static struct ftrace_ops opss[5];
+	static struct tc_counter others[5];
+	struct ftrace_ops *ops = &opss[idx];
+	struct tc_counter *other = &others[idx];
 
-	memset(&ops, 0, sizeof(ops));
-	ops.func = trylock_cb;
-	ops.flags = flags;
+	ops->func = trylock_cb;
+	ops->flags = flags;
 	atomic_store(&trylock_in_cb_ok, 0);
 	atomic_store(&trylock_in_cb_fail, 0);
-	filter_func(&ops);
-	cr_assert_eq(register_ftrace_function(&ops), 0);
+	filter_func(ops);
+	cr_assert_eq(register_ftrace_function(ops), 0);
 	if (shared) {
-		tc_counter_init(&other, 0);
-		filter_func(&other.ops);
-		cr_assert_eq(register_ftrace_function(&other.ops), 0);
+		tc_counter_init(other, 0);
+		filter_func(&other->ops);
+		cr_assert_eq(register_ftrace_function(&other->ops), 0);
 	}
 	cf_rec_func(0);
 	cf_rec_func(0);
@@ -225,17 +226,17 @@ static void check_trylock_in_callback(unsigned long flags, bool shared)
 		     atomic_load(&trylock_in_cb_ok), atomic_load(&trylock_in_cb_fail));
 	cr_assert_eq(atomic_load(&trylock_in_cb_fail), 0);
 	if (shared)
-		cr_assert_eq(unregister_ftrace_function(&other.ops), 0);
-	cr_assert_eq(unregister_ftrace_function(&ops), 0);
+		cr_assert_eq(unregister_ftrace_function(&other->ops), 0);
+	cr_assert_eq(unregister_ftrace_function(ops), 0);
 }
 
 Test(ftrace_test_recursion_trylock, usable_inside_callbacks)
 {
-	check_trylock_in_callback(0, false);
-	check_trylock_in_callback(FTRACE_OPS_FL_RECURSION, false);
-	check_trylock_in_callback(0, true);
-	check_trylock_in_callback(FTRACE_OPS_FL_RECURSION, true);
-	check_trylock_in_callback(FTRACE_OPS_FL_SAVE_REGS | FTRACE_OPS_FL_RECURSION, true);
+	check_trylock_in_callback(0, 0, false);
+	check_trylock_in_callback(1, FTRACE_OPS_FL_RECURSION, false);
+	check_trylock_in_callback(2, 0, true);
+	check_trylock_in_callback(3, FTRACE_OPS_FL_RECURSION, true);
+	check_trylock_in_callback(4, FTRACE_OPS_FL_SAVE_REGS | FTRACE_OPS_FL_RECURSION, true);
 }
 
 /* Self-guarding callback that re-enters the traced function. */

@@ -82,8 +82,9 @@ TRACEE int cf_reg_vfmt(char *out, size_t len, const char *fmt, ...)
 
 /*
  * Clobber every caller-saved register a callback may legitimately clobber:
- * the argument registers, rax (the variadic vector count), r10/r11 and the
- * xmm argument registers.  The caller must have saved them.
+ * the argument registers, rax (the variadic vector count, left 0 so a lost
+ * %al makes va_arg(double) read garbage), r10/r11 and the xmm argument
+ * registers.  The caller must have saved them.
  */
 static notrace void clobber_caller_saved(void)
 {
@@ -104,6 +105,8 @@ static notrace void clobber_caller_saved(void)
 		     "movq %%rax, %%xmm5\n\t"
 		     "movq %%rax, %%xmm6\n\t"
 		     "movq %%rax, %%xmm7\n\t"
+		     /* %al = 0 tells a variadic prologue to skip saving xmm0-7 */
+		     "xor %%eax, %%eax\n\t"
 		     ::: "rax", "rdi", "rsi", "rdx", "rcx", "r8", "r9", "r10", "r11",
 		     "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7",
 		     "memory", "cc");
@@ -158,6 +161,7 @@ static notrace void frame_probe_func(unsigned long ip, unsigned long parent_ip,
 
 static notrace void frame_probe_init(struct frame_probe *p, unsigned long flags)
 {
+	cr_assert_not(p->ops.flags & FTRACE_OPS_FL_INITIALIZED, "test bug: ops reused");
 	memset(p, 0, sizeof(*p));
 	p->ops.func = frame_probe_func;
 	p->ops.flags = flags;
@@ -453,7 +457,7 @@ Test(usft_ftrace_regs_get_fp_argument, mixed_integer_and_fp_arguments)
 
 Test(register_ftrace_function, variadic_functions_work_while_traced)
 {
-	static struct frame_probe p;
+	static struct frame_probe p, pr;
 	char buf[128];
 	int n;
 
@@ -475,15 +479,16 @@ Test(register_ftrace_function, variadic_functions_work_while_traced)
 
 	/* same with the regs-saving path */
 	cr_assert_eq(unregister_ftrace_function(&p.ops), 0);
-	frame_probe_init(&p, FTRACE_OPS_FL_SAVE_REGS);
-	p.clobber = 1;
-	filter_one(&p.ops, "cf_reg_v*");
-	cr_assert_eq(register_ftrace_function(&p.ops), 0);
+	frame_probe_init(&pr, FTRACE_OPS_FL_SAVE_REGS);
+	pr.clobber = 1;
+	filter_one(&pr.ops, "cf_reg_v*");
+	cr_assert_eq(register_ftrace_function(&pr.ops), 0);
 	cr_assert_eq(cf_reg_vsum(4, 0.25, 0.25, 0.25, 0.25), 1.0);
 	cf_reg_vfmt(buf, sizeof(buf), "%.2f|%.2f", 1.0 / 4, 10.0);
 	cr_assert_str_eq(buf, "0.25|10.00");
-	cr_assert_eq(p.calls, 2);
-	cr_assert_eq(unregister_ftrace_function(&p.ops), 0);
+	cr_assert_eq(pr.calls, 2);
+	cr_assert(pr.have_regs);
+	cr_assert_eq(unregister_ftrace_function(&pr.ops), 0);
 }
 
 /* A callback may use SSE with aligned stack slots: the stack is ABI-aligned. */

@@ -101,6 +101,7 @@ static notrace void checked_func(unsigned long ip, unsigned long pip,
 		atomic_fetch_add(&c->finished_dead, 1);
 }
 
+/* A fresh ops, or a retired DYNAMIC one (as if freed and allocated again). */
 static notrace void checked_init(struct checked_ops *c, unsigned long flags)
 {
 	memset(c, 0, sizeof(*c));
@@ -203,7 +204,7 @@ static void cycle_one_ops(unsigned long base_flags, const char *what)
 
 		if (cycles % 3 == 1)
 			flags |= FTRACE_OPS_FL_RECURSION;
-		c.ops.flags = flags;
+		tc_ops_set_attr(&c.ops, flags);
 		cr_assert_eq(tc_set_filter(&c.ops, pat, 1), 0, "%s", pat);
 		checked_register(&c);
 		/* deterministic traced calls: every pattern selects one of them */

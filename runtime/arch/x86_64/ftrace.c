@@ -409,11 +409,17 @@ void arch_ftrace_update_trampoline(struct ftrace_ops *ops)
 	struct usft_window *w = NULL;
 	unsigned long t;
 
-	if (ops->trampoline) {
-		if (!(ops->flags & FTRACE_OPS_FL_ALLOC_TRAMP) || !ops->usft)
+	/*
+	 * Ownership is ops->usft (runtime-owned pointer), not the flag bit:
+	 * callers may rewrite ops->flags wholesale between registrations.
+	 */
+	p = ops->usft;
+	if (p) {
+		if (!find_tramp(p->nr ? p->copy[0].addr : 0) || p->ops != ops)
 			return;
+		ops->trampoline = p->copy[0].addr;
+		ops->flags |= FTRACE_OPS_FL_ALLOC_TRAMP;
 		/* re-registered static ops: re-point the callback in every copy */
-		p = ops->usft;
 		for (unsigned int i = 0; i < p->nr; i++) {
 			unsigned long word = p->copy[i].addr + tmpl_data_off(p->regs) +
 					     offsetof(struct tramp_data, funcv);
@@ -425,6 +431,8 @@ void arch_ftrace_update_trampoline(struct ftrace_ops *ops)
 		}
 		return;
 	}
+	if (ops->trampoline)
+		return;		/* preset by the owner (direct ops) */
 	if (!usft_opts.ops_trampolines)
 		return;
 	for (obj = usft_objects; obj; obj = obj->next)
@@ -469,7 +477,7 @@ void arch_ftrace_trampoline_quiesce(struct ftrace_ops *ops)
 {
 	struct usft_ops_private *p = ops->usft;
 
-	if (!p || !(ops->flags & FTRACE_OPS_FL_ALLOC_TRAMP))
+	if (!p || p->ops != ops)
 		return;
 	for (unsigned int i = 0; i < p->nr; i++) {
 		unsigned long word = p->copy[i].addr + tmpl_data_off(p->regs) +

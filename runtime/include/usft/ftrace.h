@@ -203,17 +203,17 @@ USFT_API int update_ftrace_direct_mod(struct ftrace_ops *ops, struct ftrace_hash
 				      bool do_direct_lock);
 
 /* jmp bit: bit 0 of a direct address asks for a jump instead of a call. */
-static inline bool ftrace_is_jmp(unsigned long addr)
+static inline __attribute__((__always_inline__)) bool ftrace_is_jmp(unsigned long addr)
 {
 	return addr & 1;
 }
 
-static inline unsigned long ftrace_jmp_set(unsigned long addr)
+static inline __attribute__((__always_inline__)) unsigned long ftrace_jmp_set(unsigned long addr)
 {
 	return addr | 1UL;
 }
 
-static inline unsigned long ftrace_jmp_get(unsigned long addr)
+static inline __attribute__((__always_inline__)) unsigned long ftrace_jmp_get(unsigned long addr)
 {
 	return addr & ~1UL;
 }

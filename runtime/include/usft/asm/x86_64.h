@@ -15,6 +15,13 @@
 
 struct ftrace_regs;
 
+/*
+ * Accessors are called from callbacks: never out of line (even at -O0) and
+ * never with a patch site of their own (kernel: __always_inline notrace).
+ */
+#define __usft_regs_inline \
+	static inline __attribute__((__always_inline__, __patchable_function_entry__(0, 0)))
+
 struct pt_regs {
 	unsigned long r15;
 	unsigned long r14;
@@ -57,7 +64,7 @@ struct __arch_ftrace_regs {
  * through ftrace_caller (which leaves regs.cs zero) rather than
  * ftrace_regs_caller (SAVE_REGS ops).
  */
-static inline struct pt_regs *ftrace_get_regs(struct ftrace_regs *fregs)
+__usft_regs_inline struct pt_regs *ftrace_get_regs(struct ftrace_regs *fregs)
 {
 	struct __arch_ftrace_regs *a = arch_ftrace_regs(fregs);
 
@@ -66,20 +73,20 @@ static inline struct pt_regs *ftrace_get_regs(struct ftrace_regs *fregs)
 	return &a->regs;
 }
 
-static inline unsigned long
+__usft_regs_inline unsigned long
 ftrace_regs_get_instruction_pointer(const struct ftrace_regs *fregs)
 {
 	return ((const struct __arch_ftrace_regs *)fregs)->regs.ip;
 }
 
-static inline void
+__usft_regs_inline void
 ftrace_regs_set_instruction_pointer(struct ftrace_regs *fregs, unsigned long ip)
 {
 	arch_ftrace_regs(fregs)->regs.ip = ip;
 }
 
 /* Integer argument n (0-based) of the traced function, SysV order. */
-static inline unsigned long
+__usft_regs_inline unsigned long
 ftrace_regs_get_argument(struct ftrace_regs *fregs, unsigned int n)
 {
 	struct pt_regs *r = &arch_ftrace_regs(fregs)->regs;
@@ -96,31 +103,31 @@ ftrace_regs_get_argument(struct ftrace_regs *fregs, unsigned int n)
 }
 
 /* Floating-point argument n (0-7) as raw low 64 bits of xmm<n> (usft extension). */
-static inline unsigned long
+__usft_regs_inline unsigned long
 usft_ftrace_regs_get_fp_argument(struct ftrace_regs *fregs, unsigned int n)
 {
 	return n < 8 ? arch_ftrace_regs(fregs)->xmm[n][0] : 0;
 }
 
-static inline unsigned long
+__usft_regs_inline unsigned long
 ftrace_regs_get_stack_pointer(struct ftrace_regs *fregs)
 {
 	return arch_ftrace_regs(fregs)->regs.sp;
 }
 
-static inline unsigned long
+__usft_regs_inline unsigned long
 ftrace_regs_get_frame_pointer(struct ftrace_regs *fregs)
 {
 	return arch_ftrace_regs(fregs)->regs.bp;
 }
 
-static inline unsigned long
+__usft_regs_inline unsigned long
 ftrace_regs_get_return_value(struct ftrace_regs *fregs)
 {
 	return arch_ftrace_regs(fregs)->regs.ax;
 }
 
-static inline void
+__usft_regs_inline void
 ftrace_regs_set_return_value(struct ftrace_regs *fregs, unsigned long ret)
 {
 	arch_ftrace_regs(fregs)->regs.ax = ret;
@@ -134,7 +141,7 @@ ftrace_regs_set_return_value(struct ftrace_regs *fregs, unsigned long ret)
 /* a lone `ret` in libusft (kernel: just_return_func / the return thunk) */
 extern void usft_just_return(void);
 
-static inline void ftrace_override_function_with_return(struct ftrace_regs *fregs)
+__usft_regs_inline void ftrace_override_function_with_return(struct ftrace_regs *fregs)
 {
 	arch_ftrace_regs(fregs)->regs.ip = (unsigned long)usft_just_return;
 }
