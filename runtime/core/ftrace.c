@@ -33,6 +33,7 @@ static struct ftrace_ops *set_function_trace_op = &ftrace_list_end;
 ftrace_func_t ftrace_trace_function = ftrace_stub;
 static ftrace_func_t saved_ftrace_func;
 static struct ftrace_ops *removed_ops;
+static void ftrace_list_rebuild(void);
 static struct ftrace_ops global_ops = {
 	.func = ftrace_stub,
 	.flags = FTRACE_OPS_FL_INITIALIZED,
@@ -779,6 +780,7 @@ static int ftrace_hash_move(struct ftrace_ops *ops, int enable, struct ftrace_ha
 	}
 	ftrace_hash_rec_update_modify(ops, false);
 	smp_store_release(dst, new_hash);
+	ftrace_list_rebuild();
 	ftrace_hash_rec_update_modify(ops, true);
 	return 0;
 }
@@ -815,6 +817,7 @@ USFT_API void ftrace_free_filter(struct ftrace_ops *ops)
 		free_ftrace_hash_rcu(ops->func_hash->notrace_hash);
 	ops->func_hash->filter_hash = EMPTY_HASH;
 	ops->func_hash->notrace_hash = EMPTY_HASH;
+	ftrace_list_rebuild();
 	pthread_mutex_unlock(&ftrace_lock);
 }
 
@@ -840,6 +843,7 @@ static int __register_ftrace_function(struct ftrace_ops *ops)
 	if (!is_core_data(ops))
 		ops->flags |= FTRACE_OPS_FL_DYNAMIC;
 	add_ftrace_ops(&ftrace_ops_list, ops);
+	ftrace_list_rebuild();
 	ops->saved_func = ops->func;
 	arch_ftrace_update_trampoline(ops);
 	if (ftrace_enabled)
@@ -854,6 +858,7 @@ static int __unregister_ftrace_function(struct ftrace_ops *ops)
 		return -EBUSY;
 	if (remove_ftrace_ops(&ftrace_ops_list, ops) < 0)
 		return -1;
+	ftrace_list_rebuild();
 	if (ftrace_enabled)
 		update_ftrace_function();
 	ops->func = ops->saved_func;
@@ -1120,20 +1125,94 @@ void ftrace_object_release_hashes(struct usft_object *obj)
 	}
 }
 
-/* ---- the hot path ----------------------------------------------------- */
+/* ---- the list walk's snapshot ------------------------------------------ */
 
-static __always_inline bool ftrace_ops_test(struct ftrace_ops *ops, unsigned long ip,
-					    struct ftrace_regs *fregs)
+/*
+ * ftrace_ops_list_func() walks the same ops, in the same order and with the
+ * same tests as the kernel's do_for_each_ftrace_op(), but over a compact
+ * array rebuilt (and published RCU-style) whenever the ops list or any
+ * ops' hashes change.  Each entry carries what the test needs, so a walk
+ * touches one cache line per ops instead of chasing op->next, op->func_hash
+ * and two hash headers (userspace difference, docs/design.md).
+ */
+struct list_ent {
+	struct ftrace_func_entry **filter;	/* NULL: the filter is empty */
+	struct ftrace_func_entry **ntrace;	/* notrace; NULL: nothing excluded */
+	unsigned char filter_bits, ntrace_bits;
+	bool save_regs;
+	struct ftrace_ops *op;
+};
+
+struct list_snap {
+	unsigned int nr;
+	struct list_ent ent[];
+};
+
+static struct list_snap empty_snap = { .nr = 0 };
+static struct list_snap *list_snap = &empty_snap;
+
+static void fill_hash(struct ftrace_hash *h, struct ftrace_func_entry ***b, unsigned char *bits)
 {
-	struct ftrace_ops_hash *h = ops->func_hash;
-	struct ftrace_ops_hash hash;
-
-	if ((ops->flags & FTRACE_OPS_FL_SAVE_REGS) && !ftrace_get_regs(fregs))
-		return false;
-	hash.filter_hash = smp_load_acquire(&h->filter_hash);
-	hash.notrace_hash = smp_load_acquire(&h->notrace_hash);
-	return hash_contains_ip(ip, &hash);
+	if (ftrace_hash_empty(h)) {
+		*b = NULL;
+		*bits = 0;
+	} else {
+		*b = h->buckets;
+		*bits = (unsigned char)h->size_bits;
+	}
 }
+
+static void free_snap(void *p)
+{
+	free(p);
+}
+
+/* Caller holds ftrace_lock. */
+static void ftrace_list_rebuild(void)
+{
+	struct list_snap *snap, *old;
+	struct ftrace_ops *op;
+	unsigned int n = 0;
+
+	for (op = ftrace_ops_list; op != &ftrace_list_end; op = op->next)
+		if (!(op->flags & FTRACE_OPS_FL_STUB))
+			n++;
+	snap = malloc(sizeof(*snap) + n * sizeof(snap->ent[0]));
+	if (!snap) {
+		/* keep the old snapshot; it can only be stale, never wrong */
+		pr_warn("usft: out of memory rebuilding the ops list snapshot\n");
+		return;
+	}
+	snap->nr = 0;
+	for (op = ftrace_ops_list; op != &ftrace_list_end; op = op->next) {
+		struct list_ent *e;
+
+		if (op->flags & FTRACE_OPS_FL_STUB)
+			continue;
+		e = &snap->ent[snap->nr++];
+		fill_hash(op->func_hash->filter_hash, &e->filter, &e->filter_bits);
+		fill_hash(op->func_hash->notrace_hash, &e->ntrace, &e->ntrace_bits);
+		e->save_regs = op->flags & FTRACE_OPS_FL_SAVE_REGS;
+		e->op = op;
+	}
+	old = list_snap;
+	smp_store_release(&list_snap, snap);
+	if (old != &empty_snap)
+		usft_call_rcu_tasks(free_snap, old);
+}
+
+static __always_inline bool bucket_has(struct ftrace_func_entry **b, unsigned char bits,
+				       unsigned long ip)
+{
+	struct ftrace_func_entry *e = READ_ONCE(b[ftrace_hash_key(ip, bits)]);
+
+	for (; e; e = READ_ONCE(e->hnext))
+		if (e->ip == ip)
+			return true;
+	return false;
+}
+
+/* ---- the hot path ----------------------------------------------------- */
 
 /*
  * ftrace_ops_list_func() - the slow path: every registered ops is tested.
@@ -1142,18 +1221,26 @@ static __always_inline bool ftrace_ops_test(struct ftrace_ops *ops, unsigned lon
 void ftrace_ops_list_func(unsigned long ip, unsigned long parent_ip,
 			  struct ftrace_ops *ignored, struct ftrace_regs *fregs)
 {
-	struct ftrace_ops *op;
+	struct list_snap *snap;
+	bool have_regs;
 	int bit;
 
 	bit = trace_test_and_set_recursion(ip, parent_ip, TRACE_LIST_START);
 	if (bit < 0)
 		return;
-	do_for_each_ftrace_op(op, ftrace_ops_list) {
-		if (op->flags & FTRACE_OPS_FL_STUB)
+	snap = smp_load_acquire(&list_snap);
+	have_regs = ftrace_get_regs(fregs) != NULL;
+	for (unsigned int i = 0; i < snap->nr; i++) {
+		const struct list_ent *e = &snap->ent[i];
+
+		if (e->filter && !bucket_has(e->filter, e->filter_bits, ip))
 			continue;
-		if (ftrace_ops_test(op, ip, fregs))
-			READ_ONCE(op->func)(ip, parent_ip, op, fregs);
-	} while_for_each_ftrace_op(op);
+		if (e->ntrace && bucket_has(e->ntrace, e->ntrace_bits, ip))
+			continue;
+		if (e->save_regs && !have_regs)
+			continue;
+		READ_ONCE(e->op->func)(ip, parent_ip, e->op, fregs);
+	}
 	trace_clear_recursion(bit);
 }
 

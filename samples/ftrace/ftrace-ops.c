@@ -48,6 +48,13 @@ TRACEE void tracee_irrelevant(void)
 	asm volatile("" ::: "memory");
 }
 
+/* The same body without a patch site: what a build without the flags costs. */
+void tracee_nopad(void);
+__attribute__((noinline, patchable_function_entry(0, 0))) void tracee_nopad(void)
+{
+	asm volatile("" ::: "memory");
+}
+
 /* One configuration: the kernel module's parameters plus the dispatch option. */
 struct config {
 	const char *name;		/* matrix case, NULL for a single run */
@@ -330,6 +337,38 @@ static notrace int run_config(const struct config *c)
 	return ret ? 1 : 0;
 }
 
+static notrace double time_nopad(unsigned int n)
+{
+	double t0, t1;
+
+	t0 = now_ns();
+	for (unsigned int i = 0; i < n; i++)
+		tracee_nopad();
+	t1 = now_ns();
+	return (t1 - t0) / n;
+}
+
+/*
+ * Untraced site (canonical nop5) against the same function built without
+ * the patch flags, interleaved A/B, medians: the cost of being patchable.
+ */
+static notrace void run_nopad(unsigned int n, unsigned int repeat)
+{
+	double a[64], b[64];
+
+	if (repeat > 64)
+		repeat = 64;
+	for (unsigned int i = 0; i < repeat; i++) {
+		a[i] = time_nopad(n);
+		b[i] = time_loop(n);
+	}
+	qsort(a, repeat, sizeof(a[0]), cmp_double);
+	qsort(b, repeat, sizeof(b[0]), cmp_double);
+	printf("ftrace-ops: case=untraced_vs_nopad nr_function_calls=%u repeat=%u "
+	       "nopad_ns_per_call=%.2f ns_per_call=%.2f ratio=%.3f\n", n, repeat,
+	       a[repeat / 2], b[repeat / 2], b[repeat / 2] / a[repeat / 2]);
+}
+
 static notrace int run_matrix(const struct config *defaults)
 {
 	struct config m[] = {
@@ -350,6 +389,7 @@ static notrace int run_matrix(const struct config *defaults)
 	};
 	int ret = 0;
 
+	run_nopad(defaults->nr_function_calls, 15);
 	for (size_t i = 0; i < sizeof(m) / sizeof(m[0]); i++) {
 		m[i].nr_function_calls = defaults->nr_function_calls;
 		m[i].check_count = defaults->check_count;

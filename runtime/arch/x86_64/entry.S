@@ -85,16 +85,34 @@
 .endm
 
 /* Args for the callback: ip (site), parent ip, op, fregs */
-.macro SET_CALLBACK_ARGS opp
+.macro SET_CALLBACK_ARGS
 	movq	FRAME(%rsp), %rdi
 	movq	%rdi, USFT_PTREGS_IP(%rsp)
 	leaq	FRAME+8(%rsp), %rsi
 	movq	%rsi, USFT_PTREGS_SP(%rsp)
 	movq	(%rsi), %rsi
 	subq	$5, %rdi
+	movq	%rsp, %rcx
+.endm
+
+/*
+ * The op load and the callback call.  Shared copies go through a pointer
+ * to the global (two loads); a per-ops copy gets the disp32 of each load
+ * re-pointed at its own datum and the second load turned into a NOP / the
+ * call made register-indirect (kernel: the op_ptr fix-up of
+ * create_trampoline()).  Byte layout relied on by arch/x86_64/ftrace.c:
+ *   op_ptr: 48 8b 15 <disp32>   movq opp(%rip), %rdx
+ *           48 8b 12            movq (%rdx), %rdx      -> 0f 1f 00
+ *   call:   48 8b 05 <disp32>   movq funcp(%rip), %rax
+ *           ff 10               call *(%rax)           -> ff d0
+ */
+.macro LOAD_OP opp
 	movq	\opp(%rip), %rdx
 	movq	(%rdx), %rdx
-	movq	%rsp, %rcx
+.endm
+.macro CALL_FUNC funcp
+	movq	\funcp(%rip), %rax
+	call	*(%rax)
 .endm
 
 /* ftrace_override_function_with_return() target */
@@ -117,11 +135,13 @@ ftrace_caller:
 	movq	$0, USFT_PTREGS_ORIG_AX(%rsp)
 	movq	$0, USFT_PTREGS_CS(%rsp)
 	TASK_ENTER .Lc_tpoff, .Lc_regfn
-	SET_CALLBACK_ARGS .Lc_opp
+	SET_CALLBACK_ARGS
+	.globl	ftrace_caller_op_ptr
+ftrace_caller_op_ptr:
+	LOAD_OP .Lc_opp
 	.globl	ftrace_call
 ftrace_call:
-	movq	.Lc_funcp(%rip), %rax
-	call	*(%rax)
+	CALL_FUNC .Lc_funcp
 	/* a callback may redirect the return (IPMODIFY) */
 	movq	USFT_PTREGS_IP(%rsp), %rax
 	movq	%rax, FRAME(%rsp)
@@ -163,11 +183,13 @@ ftrace_regs_caller:
 	movq	$0x33, USFT_PTREGS_CS(%rsp)	/* user CS: marks a full pt_regs */
 	movq	$0x2b, USFT_PTREGS_SS(%rsp)
 	TASK_ENTER .Lr_tpoff, .Lr_regfn
-	SET_CALLBACK_ARGS .Lr_opp
+	SET_CALLBACK_ARGS
+	.globl	ftrace_regs_caller_op_ptr
+ftrace_regs_caller_op_ptr:
+	LOAD_OP .Lr_opp
 	.globl	ftrace_regs_call
 ftrace_regs_call:
-	movq	.Lr_funcp(%rip), %rax
-	call	*(%rax)
+	CALL_FUNC .Lr_funcp
 	movq	USFT_PTREGS_IP(%rsp), %rax
 	movq	%rax, FRAME(%rsp)
 	TASK_EXIT .Lr_tpoff

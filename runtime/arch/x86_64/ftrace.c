@@ -21,6 +21,8 @@
 extern const char ftrace_caller_data[], ftrace_caller_end[];
 extern const char ftrace_regs_caller_data[], ftrace_regs_caller_end[];
 extern const char ftrace_regs_caller_jmp[];
+extern const char ftrace_caller_op_ptr[], ftrace_call[];
+extern const char ftrace_regs_caller_op_ptr[], ftrace_regs_call[];
 
 /* what the shared callers call (kernel: the patched call at ftrace_call) */
 ftrace_func_t x86_ftrace_call_func = ftrace_stub;
@@ -71,6 +73,32 @@ static size_t tmpl_data_off(bool regs)
 }
 
 /*
+ * Per-ops copies load the ops and the callback straight from their own
+ * data words: re-point the two RIP-relative loads and drop the second
+ * indirection (layout documented at LOAD_OP/CALL_FUNC in entry.S).
+ */
+static int bake_loads(unsigned char *buf, bool regs)
+{
+	const char *base = regs ? ftrace_regs_caller : ftrace_caller;
+	unsigned char *op = buf + ((regs ? ftrace_regs_caller_op_ptr : ftrace_caller_op_ptr) - base);
+	unsigned char *call = buf + ((regs ? ftrace_regs_call : ftrace_call) - base);
+	int disp;
+
+	if (memcmp(op, "\x48\x8b\x15", 3) || memcmp(op + 7, "\x48\x8b\x12", 3) ||
+	    memcmp(call, "\x48\x8b\x05", 3) || memcmp(call + 7, "\xff\x10", 2))
+		return -EINVAL;
+	memcpy(&disp, op + 3, 4);
+	disp += (int)(offsetof(struct tramp_data, opv) - offsetof(struct tramp_data, opp));
+	memcpy(op + 3, &disp, 4);
+	memcpy(op + 7, "\x0f\x1f\x00", 3);
+	memcpy(&disp, call + 3, 4);
+	disp += (int)(offsetof(struct tramp_data, funcv) - offsetof(struct tramp_data, funcp));
+	memcpy(call + 3, &disp, 4);
+	memcpy(call + 7, "\xff\xd0", 2);
+	return 0;
+}
+
+/*
  * Build a copy of a template in @w.  @ops NULL: a shared caller reading
  * function_trace_op / x86_ftrace_call_func; else a per-ops trampoline with
  * the ops and its callback baked in (kernel create_trampoline()).
@@ -98,6 +126,10 @@ static unsigned long make_copy(struct usft_window *w, bool regs, struct ftrace_o
 		d->funcv = (unsigned long)ftrace_ops_get_func(ops);
 		d->opp = addr + doff + offsetof(struct tramp_data, opv);
 		d->funcp = addr + doff + offsetof(struct tramp_data, funcv);
+		if (bake_loads(buf, regs)) {
+			free(buf);
+			return 0;
+		}
 		/* a per-ops trampoline never serves a direct ops: no orig_ax test */
 		if (regs) {
 			unsigned char *jnz = buf + (ftrace_regs_caller_jmp - ftrace_regs_caller);
