@@ -238,7 +238,9 @@ enum {
 };
 int trace_test_and_set_recursion(unsigned long ip, unsigned long pip, int start);
 void trace_clear_recursion(int bit);
-void usft_signals_init(void);
+struct sigaction;
+int usft_real_sigaction(int sig, const struct sigaction *act, struct sigaction *oact);
+int usft_claim_signal(int sig, const struct sigaction *handler, struct sigaction *chain);
 
 /* ---- the ftrace core (ftrace.c) ----------------------------------- */
 extern pthread_mutex_t ftrace_lock;

@@ -163,7 +163,7 @@ static int rv_install(void)
 	sa.sa_sigaction = rv_handler;
 	sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
 	sigfillset(&sa.sa_mask);
-	return sigaction(rv_signo, &sa, &rv_old) ? -errno : 0;
+	return usft_claim_signal(rv_signo, &sa, &rv_old);
 }
 
 static int list_tids(int *tids, int max)

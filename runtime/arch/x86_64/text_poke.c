@@ -123,25 +123,28 @@ static void usft_sigtrap(int sig, siginfo_t *si, void *ctx)
 		goto out;
 	}
 	/* default action: die with SIGTRAP as the program would have */
-	signal(SIGTRAP, SIG_DFL);
-	raise(SIGTRAP);
+	{
+		struct sigaction dfl;
+
+		memset(&dfl, 0, sizeof(dfl));
+		dfl.sa_handler = SIG_DFL;
+		usft_real_sigaction(SIGTRAP, &dfl, NULL);
+		raise(SIGTRAP);
+	}
 out:
 	errno = saved;
 }
 
 static void install_trap_handler(void)
 {
-	struct sigaction sa, cur;
+	struct sigaction sa;
 
-	if (sigaction(SIGTRAP, NULL, &cur) == 0 && (cur.sa_flags & SA_SIGINFO) &&
-	    cur.sa_sigaction == usft_sigtrap)
-		return;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_sigaction = usft_sigtrap;
 	sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK | SA_NODEFER;
 	sigemptyset(&sa.sa_mask);
-	/* someone replaced ours since: chain to theirs from now on */
-	sigaction(SIGTRAP, &sa, &old_trap);
+	/* stays installed: what the program installs later is chained to */
+	usft_claim_signal(SIGTRAP, &sa, &old_trap);
 }
 
 void x86_poke_init(void)
