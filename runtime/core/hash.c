@@ -62,7 +62,7 @@ add_ftrace_hash_entry_direct(struct ftrace_hash *hash, unsigned long ip, unsigne
 	struct ftrace_func_entry *entry = add_hash_entry(hash, ip);
 
 	if (!entry) {
-		errno = hash ? ENOMEM : EINVAL;
+		errno = (!hash || hash == EMPTY_HASH || !hash->buckets) ? EINVAL : ENOMEM;
 		return NULL;
 	}
 	entry->direct = direct;
