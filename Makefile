@@ -55,11 +55,8 @@ TEST_STAGES ?= native asan clang
 # native: the main build (also `make build`), every ctest label.
 native_DIR    := $(BUILD_DIR)
 native_CMAKE  := -DCMAKE_BUILD_TYPE=RelWithDebInfo -DUSFT_WERROR=ON
-# Skip list (one reason per entry):
-#   stress_threads: a thread preempted inside a trampoline's first
-#   instructions can still run a callback after unregister returns
-#   (open bug, see docs/design.md "tasks-RCU"); run it with `ctest -L stress`.
-native_CTEST  := -E '^stress_threads$$'
+# Skip list (one reason per entry): none.
+native_CTEST  :=
 native_ENV    :=
 native_PREREQ :=
 

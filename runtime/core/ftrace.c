@@ -606,7 +606,7 @@ static void ftrace_run_update_code(int command)
 		return;
 	ftrace_modify_all_code(command);
 	ret = ftrace_arch_code_modify_post_process();
-	if (ret && !ftrace_disabled) {
+	if (ret && ret != -ENODEV && !ftrace_disabled) {
 		ftrace_bug_type = FTRACE_BUG_UNKNOWN;
 		ftrace_bug(ret, NULL);
 	}

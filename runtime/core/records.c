@@ -385,6 +385,20 @@ static int ftrace_process_locs(struct usft_object *obj)
 			if (rec->flags & FTRACE_FL_DISABLED)
 				continue;
 			ret = ftrace_init_nop(rec);
+			if (ret == -EINVAL) {
+				/*
+				 * Not a compiler NOP: a corrupt table entry or a site
+				 * someone else patched before we looked.  The kernel
+				 * trusts its own build and calls ftrace_bug(); an
+				 * object's table is input here, so the record is
+				 * disabled and its bytes are left alone.
+				 */
+				pr_warn("usft: %s: site %#lx (%s) is not a patchable NOP; disabled\n",
+					obj->path, rec->ip, pg->names[k][0] ? pg->names[k] : "?");
+				rec->flags |= FTRACE_FL_DISABLED;
+				ret = 0;
+				continue;
+			}
 			if (ret) {
 				ftrace_bug_type = FTRACE_BUG_INIT;
 				ftrace_bug(ret, rec);

@@ -203,6 +203,11 @@ int x86_poke_flush(void)
 
 	if (!poke_nr)
 		return 0;
+	if (ftrace_disabled) {
+		/* ftrace_bug() fired while the batch was built: write nothing */
+		poke_nr = 0;
+		return -ENODEV;
+	}
 	install_trap_handler();
 	qsort(poke_vec, poke_nr, sizeof(*poke_vec), entry_cmp);
 	for (i = 0; i < poke_nr && !ret; i++) {
