@@ -37,7 +37,7 @@ __asm__(".text\n"
 	"	ret\n"
 #endif
 	".size cf_bad_asm, . - cf_bad_asm\n"
-	".section __patchable_function_entries, \"awo\", @progbits, cf_bad_good1\n"
+	".section __patchable_function_entries, \"awo\", @progbits, cf_bad_asm\n"
 	".balign 8\n"
 	".quad cf_bad_data\n"
 	".quad cf_bad_asm\n"

@@ -32,25 +32,31 @@
 	movq	%r9, USFT_PTREGS_R9(%rsp)
 	movq	%r10, USFT_PTREGS_R10(%rsp)
 	movq	%rbp, USFT_PTREGS_BP(%rsp)
-	movaps	%xmm0, USFT_FREGS_XMM+0x00(%rsp)
-	movaps	%xmm1, USFT_FREGS_XMM+0x10(%rsp)
-	movaps	%xmm2, USFT_FREGS_XMM+0x20(%rsp)
-	movaps	%xmm3, USFT_FREGS_XMM+0x30(%rsp)
-	movaps	%xmm4, USFT_FREGS_XMM+0x40(%rsp)
-	movaps	%xmm5, USFT_FREGS_XMM+0x50(%rsp)
-	movaps	%xmm6, USFT_FREGS_XMM+0x60(%rsp)
-	movaps	%xmm7, USFT_FREGS_XMM+0x70(%rsp)
+	leaq	USFT_FREGS_XMM(%rsp), %rax	/* short displacements below */
+	movaps	%xmm0, 0x00(%rax)
+	movaps	%xmm1, 0x10(%rax)
+	movaps	%xmm2, 0x20(%rax)
+	movaps	%xmm3, 0x30(%rax)
+	movaps	%xmm4, 0x40(%rax)
+	movaps	%xmm5, 0x50(%rax)
+	movaps	%xmm6, 0x60(%rax)
+	movaps	%xmm7, 0x70(%rax)
+.endm
+
+.macro RESTORE_XMM
+	leaq	USFT_FREGS_XMM(%rsp), %rcx	/* rcx is restored after */
+	movaps	0x00(%rcx), %xmm0
+	movaps	0x10(%rcx), %xmm1
+	movaps	0x20(%rcx), %xmm2
+	movaps	0x30(%rcx), %xmm3
+	movaps	0x40(%rcx), %xmm4
+	movaps	0x50(%rcx), %xmm5
+	movaps	0x60(%rcx), %xmm6
+	movaps	0x70(%rcx), %xmm7
 .endm
 
 .macro RESTORE_ARGS
-	movaps	USFT_FREGS_XMM+0x00(%rsp), %xmm0
-	movaps	USFT_FREGS_XMM+0x10(%rsp), %xmm1
-	movaps	USFT_FREGS_XMM+0x20(%rsp), %xmm2
-	movaps	USFT_FREGS_XMM+0x30(%rsp), %xmm3
-	movaps	USFT_FREGS_XMM+0x40(%rsp), %xmm4
-	movaps	USFT_FREGS_XMM+0x50(%rsp), %xmm5
-	movaps	USFT_FREGS_XMM+0x60(%rsp), %xmm6
-	movaps	USFT_FREGS_XMM+0x70(%rsp), %xmm7
+	RESTORE_XMM
 	movq	USFT_PTREGS_BP(%rsp), %rbp
 	movq	USFT_PTREGS_R10(%rsp), %r10
 	movq	USFT_PTREGS_R9(%rsp), %r9
@@ -216,18 +222,12 @@ ftrace_regs_caller_jmp:
 	jnz	.Lr_direct_jmp
 	/*
 	 * call mode: put the target just below the return-into-body slot
-	 * (the last word of the frame), restore, and "return" into it: the
-	 * trampoline sees [rsp] = return into the body, as after a call.
+	 * (the last word of the frame, free once xmm7 is restored) and
+	 * "return" into it: the trampoline sees [rsp] = return into the body,
+	 * as after a call from the site.
 	 */
+	RESTORE_XMM
 	movq	%rax, FRAME-8(%rsp)
-	movaps	USFT_FREGS_XMM+0x00(%rsp), %xmm0
-	movaps	USFT_FREGS_XMM+0x10(%rsp), %xmm1
-	movaps	USFT_FREGS_XMM+0x20(%rsp), %xmm2
-	movaps	USFT_FREGS_XMM+0x30(%rsp), %xmm3
-	movaps	USFT_FREGS_XMM+0x40(%rsp), %xmm4
-	movaps	USFT_FREGS_XMM+0x50(%rsp), %xmm5
-	movaps	USFT_FREGS_XMM+0x60(%rsp), %xmm6
-	movq	USFT_FREGS_XMM+0x70(%rsp), %xmm7	/* low half only: the high half holds the target */
 	movq	USFT_PTREGS_BP(%rsp), %rbp
 	movq	USFT_PTREGS_R10(%rsp), %r10
 	movq	USFT_PTREGS_R9(%rsp), %r9
