@@ -79,6 +79,19 @@ void arch_ftrace_trampoline_free(struct ftrace_ops *ops);
  */
 bool arch_ftrace_reachable(unsigned long ip, unsigned long addr);
 
+/**
+ * arch_ftrace_set_direct_caller() - from call_direct_funcs(): have the regs
+ * caller continue into the direct trampoline @addr (x86: regs->orig_ax).
+ */
+void arch_ftrace_set_direct_caller(struct ftrace_regs *fregs, unsigned long addr);
+
+/**
+ * arch_ftrace_direct_in_reach() - does the site at @ip branch straight to
+ * direct trampoline @addr?  Otherwise it is reached through
+ * ftrace_regs_caller (kernel: ftrace_find_callable_addr()).
+ */
+bool arch_ftrace_direct_in_reach(unsigned long ip, unsigned long addr);
+
 /** arch_ftrace_site_bytes() - the current bytes of the site, for users. */
 int arch_ftrace_site_bytes(unsigned long ip, unsigned char *buf, size_t len);
 

@@ -954,6 +954,9 @@ int ftrace_shutdown(struct ftrace_ops *ops, int command)
 	return 0;
 }
 
+int prepare_direct_functions_for_ipmodify(struct ftrace_ops *ops);
+void cleanup_direct_functions_after_ipmodify(struct ftrace_ops *ops);
+
 USFT_API int register_ftrace_function(struct ftrace_ops *ops)
 {
 	int ret;
@@ -967,6 +970,8 @@ USFT_API int register_ftrace_function(struct ftrace_ops *ops)
 	ftrace_ops_init(ops);
 	pthread_mutex_lock(&ftrace_lock);
 	ret = ftrace_records_sync();
+	if (!ret && !(ops->flags & FTRACE_OPS_FL_ENABLED))
+		ret = prepare_direct_functions_for_ipmodify(ops);
 	if (!ret)
 		ret = ftrace_startup(ops, 0);
 	pthread_mutex_unlock(&ftrace_lock);
@@ -983,10 +988,14 @@ USFT_API int unregister_ftrace_function(struct ftrace_ops *ops)
 	ret = ftrace_lazy_init();
 	if (ret)
 		return usft_err(ret);
+	pthread_mutex_lock(&direct_mutex);
 	pthread_mutex_lock(&ftrace_lock);
 	ftrace_records_sync();
 	ret = ftrace_shutdown(ops, 0);
+	if (!ret)
+		cleanup_direct_functions_after_ipmodify(ops);
 	pthread_mutex_unlock(&ftrace_lock);
+	pthread_mutex_unlock(&direct_mutex);
 	/* kernel returns -1 when not found on the list; errno style: -EBUSY */
 	if (ret == -1)
 		ret = -EBUSY;
@@ -1057,6 +1066,21 @@ static bool ops_references_ip(struct ftrace_ops *ops, unsigned long ip)
 	if (ftrace_lookup_ip(ops->func_hash->notrace_hash, ip))
 		return false;
 	return true;
+}
+
+bool ftrace_ops_references_ip(struct ftrace_ops *ops, unsigned long ip)
+{
+	return ops_references_ip(ops, ip);
+}
+
+/* used by the direct retarget: offer ops_func a renegotiation per site */
+int __ftrace_hash_update_ipmodify_direct(struct ftrace_ops *ops)
+{
+	struct ftrace_hash *hash = ops->func_hash->filter_hash;
+
+	if (ftrace_hash_empty(hash))
+		return -EINVAL;
+	return __ftrace_hash_update_ipmodify(ops, hash, hash, true);
 }
 
 /* kernel ftrace_module_enable() */

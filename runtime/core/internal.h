@@ -299,5 +299,7 @@ extern struct usft_options usft_opts;
 extern struct usft_stats usft_counters;
 #define usft_count(field) __atomic_add_fetch(&usft_counters.field, 1, __ATOMIC_RELAXED)
 int usft_options_parse(const char *s);
+void ftrace_direct_stats(unsigned long *in_range, unsigned long *out_of_range);
+unsigned long ftrace_find_rec_direct(unsigned long ip);
 
 #endif /* USFT_CORE_INTERNAL_H */

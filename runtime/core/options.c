@@ -43,8 +43,9 @@ static const struct usft_option_desc usft_option_table[] = {
 	{ "sync_signal", &usft_opts.sync_signal, NULL, 64, false,
 	  "signal number for thread rendezvous (0 = SIGRTMIN+7)" },
 	{ "direct_calls", &usft_opts.direct_calls, NULL, 1, false,
-	  "direct-call fast path (sites call the direct trampoline)" },
-	{ "jmp", &usft_opts.jmp, NULL, 1, true, "honour the jmp bit of direct addresses" },
+	  "sites call a lone direct trampoline (0: always through ftrace_regs_caller)" },
+	{ "jmp", &usft_opts.jmp, NULL, 1, true,
+	  "trampolines that call the original are attached in jmp mode (x86-64)" },
 	{ "single_direct_ops", &usft_opts.single_direct_ops, NULL, 1, true,
 	  "trampolines share one direct ops (batch API) instead of one ops each" },
 	{ "tramp_placement", &usft_opts.tramp_placement, placement_names, 1, true,
@@ -181,6 +182,8 @@ USFT_API int usft_stat(struct usft_stats *st)
 	ftrace_lazy_init();
 	pthread_mutex_lock(&ftrace_lock);
 	usft_counters.nr_sites = ftrace_nr_records();
+	ftrace_direct_stats(&usft_counters.nr_direct_in_range,
+			    &usft_counters.nr_direct_out_of_range);
 	usft_counters.disabled = ftrace_disabled;
 	memcpy((char *)st + sizeof(size_t), (char *)&usft_counters + sizeof(size_t),
 	       sz - sizeof(size_t));

@@ -48,12 +48,17 @@ bool usft_window_contains(struct usft_window *w, unsigned long addr)
 	return w && addr >= w->start && addr < w->start + w->size;
 }
 
+struct usft_window *usft_execmem_window_of(unsigned long addr)
+{
+	for (struct usft_window *w = smp_load_acquire(&windows); w; w = w->next)
+		if (usft_window_contains(w, addr))
+			return w;
+	return NULL;
+}
+
 bool usft_execmem_contains(unsigned long addr)
 {
-	for (struct usft_window *w = READ_ONCE(windows); w; w = w->next)
-		if (usft_window_contains(w, addr))
-			return true;
-	return false;
+	return usft_execmem_window_of(addr) != NULL;
 }
 
 static bool in_reach(unsigned long start, size_t size, unsigned long lo, unsigned long hi,

@@ -33,5 +33,6 @@ unsigned long usft_execmem_alloc(struct usft_window *w, size_t size);
 void usft_execmem_free(struct usft_window *w, unsigned long addr, size_t size);
 bool usft_execmem_contains(unsigned long addr);
 bool usft_window_contains(struct usft_window *w, unsigned long addr);
+struct usft_window *usft_execmem_window_of(unsigned long addr);
 
 #endif

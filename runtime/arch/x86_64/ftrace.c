@@ -220,8 +220,13 @@ static unsigned long resolve(unsigned long ip, unsigned long addr, bool create)
 	addr = ftrace_jmp_get(addr);
 	if (addr != FTRACE_ADDR && addr != FTRACE_REGS_ADDR) {
 		p = find_tramp(addr);
-		if (!p)
-			return addr;	/* a direct trampoline: used as is */
+		if (!p) {
+			/* a direct trampoline: straight if in reach, else via the regs caller */
+			if (arch_ftrace_direct_in_reach(ip, addr))
+				return addr;
+			addr = FTRACE_REGS_ADDR;
+			goto caller;
+		}
 		for (unsigned int i = 0; i < p->nr; i++)
 			if (x86_rel32_ok(ip, p->copy[i].addr) &&
 			    x86_rel32_ok(ip, p->copy[i].addr + p->size))
@@ -243,6 +248,7 @@ static unsigned long resolve(unsigned long ip, unsigned long addr, bool create)
 			return t;
 		}
 	}
+caller:
 	obj = object_of(ip);
 	if (!obj)
 		return 0;
@@ -250,6 +256,17 @@ static unsigned long resolve(unsigned long ip, unsigned long addr, bool create)
 	if (!a)
 		return 0;
 	return addr == FTRACE_ADDR ? a->caller : a->regs_caller;
+}
+
+bool arch_ftrace_direct_in_reach(unsigned long ip, unsigned long addr)
+{
+	addr = ftrace_jmp_get(addr);
+	return usft_opts.direct_calls && x86_rel32_ok(ip, addr);
+}
+
+void arch_ftrace_set_direct_caller(struct ftrace_regs *fregs, unsigned long addr)
+{
+	arch_ftrace_regs(fregs)->regs.orig_ax = addr;
 }
 
 bool arch_ftrace_reachable(unsigned long ip, unsigned long addr)
@@ -263,8 +280,9 @@ bool arch_ftrace_reachable(unsigned long ip, unsigned long addr)
 /* kernel ftrace_call_replace(): call, or jmp for a jmp-marked direct address */
 static int call_replace(unsigned char *buf, unsigned long ip, unsigned long addr, bool create)
 {
-	bool jmp = ftrace_is_jmp(addr) && usft_opts.jmp;
 	unsigned long target = resolve(ip, addr, create);
+	/* jmp only straight into a direct trampoline; callers are always called */
+	bool jmp = ftrace_is_jmp(addr) && target == ftrace_jmp_get(addr);
 
 	if (!target || !x86_encode_branch(buf, ip, target, jmp))
 		return -ENOMEM;
@@ -465,7 +483,7 @@ void arch_ftrace_update_trampoline(struct ftrace_ops *ops)
 	}
 	if (ops->trampoline)
 		return;		/* preset by the owner (direct ops) */
-	if (!usft_opts.ops_trampolines)
+	if (!usft_opts.ops_trampolines || (ops->flags & FTRACE_OPS_FL_STUB))
 		return;
 	for (obj = usft_objects; obj; obj = obj->next)
 		if (obj->nr_recs)

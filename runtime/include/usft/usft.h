@@ -86,6 +86,23 @@ USFT_API const char *usft_kallsyms_lookup(unsigned long addr, unsigned long *off
 /** usft_lookup_name() - address of function @name (first match) or 0. */
 USFT_API unsigned long usft_lookup_name(const char *name);
 
+/**
+ * usft_alloc_trampoline() - copy @len bytes of position-independent code
+ * into executable trampoline memory and return its address.  Placement
+ * follows the tramp_placement option: "near" puts it within branch range
+ * of @near_ip (0: the main executable's text), falling back to anywhere
+ * when no window in range has room; "far" puts it anywhere (the kernel's
+ * EXECMEM_BPF on arm64).  The memory is never writable and executable.
+ * Return: the code address, or NULL and errno (ENOMEM, EINVAL).
+ */
+USFT_API void *usft_alloc_trampoline(const void *code, size_t len, unsigned long near_ip);
+
+/**
+ * usft_free_trampoline() - give back what usft_alloc_trampoline() returned;
+ * it is reused only after every thread has left it (tasks grace period).
+ */
+USFT_API void usft_free_trampoline(void *addr, size_t len);
+
 USFT_END_DECLS
 
 #endif /* USFT_USFT_H */

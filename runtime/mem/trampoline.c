@@ -1,0 +1,94 @@
+// SPDX-License-Identifier: MIT
+/*
+ * mem/trampoline.c - usft_alloc_trampoline(): user code (direct
+ * trampolines, benchmark stubs) copied into trampoline windows.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include "core/internal.h"
+#include "core/text.h"
+#include "mem/execmem.h"
+
+#define REACH ((1UL << 31) - 4096)
+
+struct tramp_free {
+	struct usft_window *w;
+	unsigned long addr;
+	size_t len;
+};
+
+USFT_API void *usft_alloc_trampoline(const void *code, size_t len, unsigned long near_ip)
+{
+	struct usft_window *w = NULL;
+	unsigned long lo, hi, addr = 0;
+	struct usft_object *obj;
+	int ret;
+
+	if (!code || !len || len > (64UL << 10)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (ftrace_lazy_init_ro()) {
+		errno = ENODEV;
+		return NULL;
+	}
+	pthread_mutex_lock(&ftrace_lock);
+	lo = hi = near_ip;
+	for (obj = usft_objects; obj; obj = obj->next)
+		if (near_ip ? (near_ip >= obj->text_lo && near_ip < obj->text_hi) : obj->nr_recs) {
+			lo = obj->text_lo;
+			hi = obj->text_hi;
+			break;
+		}
+	if (usft_opts.tramp_placement == 0 && hi) {
+		w = usft_window_near(lo, hi, REACH);
+		addr = w ? usft_execmem_alloc(w, len) : 0;
+	}
+	if (!addr) {
+		w = usft_window_far();
+		addr = w ? usft_execmem_alloc(w, len) : 0;
+	}
+	if (addr) {
+		ret = usft_text_open(addr, len);
+		if (!ret)
+			memcpy((void *)addr, code, len);
+		ret |= usft_text_close_all();
+		usft_sync_core();
+		if (ret) {
+			usft_execmem_free(w, addr, len);
+			addr = 0;
+		}
+	}
+	pthread_mutex_unlock(&ftrace_lock);
+	if (!addr)
+		errno = ENOMEM;
+	return (void *)addr;
+}
+
+static void tramp_free_cb(void *p)
+{
+	struct tramp_free *f = p;
+
+	usft_execmem_free(f->w, f->addr, f->len);
+	free(f);
+}
+
+USFT_API void usft_free_trampoline(void *addr, size_t len)
+{
+	struct tramp_free *f;
+	struct usft_window *w;
+
+	if (!addr)
+		return;
+	w = usft_execmem_window_of((unsigned long)addr);
+	if (!w)
+		return;
+	f = malloc(sizeof(*f));
+	if (!f)
+		return;	/* leak rather than reuse too early */
+	f->w = w;
+	f->addr = (unsigned long)addr;
+	f->len = len;
+	usft_call_rcu_tasks(tramp_free_cb, f);
+}
