@@ -211,10 +211,22 @@ struct usft_task {
 	int state;			/* 0 unknown, 1 registering, 2 registered, 3 untracked */
 	int sig_depth;			/* nested signal handlers (context level) */
 	int slot;
+	int in_tramp_prog;		/* inside a trampoline callback (bpf_jit.c) */
+	/*
+	 * Trampoline images whose original function this thread is inside
+	 * (the kernel's image percpu_ref, kept per thread without atomics).
+	 * Past USFT_ORIG_MAX only the depth is counted.
+	 */
+	unsigned long orig_depth;
+	unsigned long orig_stack[16];
 };
+#define USFT_ORIG_MAX		16
 #define USFT_TASK_NEST		0
 #define USFT_TASK_GEN		8
 #define USFT_TASK_STATE		24
+#define USFT_TASK_IN_PROG	36
+#define USFT_TASK_ORIG_DEPTH	40
+#define USFT_TASK_ORIG_STACK	48
 
 extern __thread struct usft_task usft_task;
 void usft_task_register(void);
@@ -223,6 +235,8 @@ void synchronize_rcu_tasks(void);
 void usft_call_rcu_tasks(void (*fn)(void *), void *ptr);
 void usft_rcu_tasks_barrier(void);
 unsigned long usft_task_tpoff(void);
+/* is some thread inside the original function of image @im? */
+bool usft_tasks_in_original(unsigned long im);
 
 /* recursion.c: kernel trace_recursion.h contexts */
 enum {

@@ -165,6 +165,27 @@ void synchronize_rcu_tasks(void)
 	errno = saved;
 }
 
+bool usft_tasks_in_original(unsigned long im)
+{
+	bool busy = false;
+
+	pthread_mutex_lock(&usft_tasks_lock);
+	for (unsigned int i = 0; i < USFT_MAX_TASKS && !busy; i++) {
+		struct usft_task *t = READ_ONCE(usft_tasks[i]);
+		unsigned long d;
+
+		if (!t)
+			continue;
+		d = READ_ONCE(t->orig_depth);
+		if (d > USFT_ORIG_MAX)
+			busy = true;	/* too deep to know: assume so */
+		for (unsigned long k = 0; k < d && k < USFT_ORIG_MAX && !busy; k++)
+			busy = READ_ONCE(t->orig_stack[k]) == im;
+	}
+	pthread_mutex_unlock(&usft_tasks_lock);
+	return busy;
+}
+
 /* call_rcu_tasks(): queued, run after the next grace period. */
 struct rcu_cb {
 	struct rcu_cb *next;

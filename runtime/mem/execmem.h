@@ -35,4 +35,12 @@ bool usft_execmem_contains(unsigned long addr);
 bool usft_window_contains(struct usft_window *w, unsigned long addr);
 struct usft_window *usft_execmem_window_of(unsigned long addr);
 
+/* reserve @len bytes placed per tramp_placement near @near_ip; ftrace_lock held */
+unsigned long usft_execmem_reserve(unsigned long near_ip, size_t len, struct usft_window **wp);
+/* fill reserved memory (inside a text window, then sync) */
+int usft_execmem_write(unsigned long addr, const void *code, size_t len);
+/* copy @code into memory placed per tramp_placement near @near_ip; ftrace_lock held */
+unsigned long usft_execmem_place(const void *code, size_t len, unsigned long near_ip,
+				 struct usft_window **wp);
+
 #endif

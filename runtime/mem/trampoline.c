@@ -18,22 +18,17 @@ struct tramp_free {
 	size_t len;
 };
 
-USFT_API void *usft_alloc_trampoline(const void *code, size_t len, unsigned long near_ip)
+/*
+ * usft_execmem_place() - copy @code into trampoline memory placed per the
+ * tramp_placement option relative to @near_ip (0: the main executable).
+ * Caller holds ftrace_lock.  Return: the address (and *@wp) or 0.
+ */
+unsigned long usft_execmem_reserve(unsigned long near_ip, size_t len, struct usft_window **wp)
 {
 	struct usft_window *w = NULL;
 	unsigned long lo, hi, addr = 0;
 	struct usft_object *obj;
-	int ret;
 
-	if (!code || !len || len > (64UL << 10)) {
-		errno = EINVAL;
-		return NULL;
-	}
-	if (ftrace_lazy_init_ro()) {
-		errno = ENODEV;
-		return NULL;
-	}
-	pthread_mutex_lock(&ftrace_lock);
 	lo = hi = near_ip;
 	for (obj = usft_objects; obj; obj = obj->next)
 		if (near_ip ? (near_ip >= obj->text_lo && near_ip < obj->text_hi) : obj->nr_recs) {
@@ -49,17 +44,54 @@ USFT_API void *usft_alloc_trampoline(const void *code, size_t len, unsigned long
 		w = usft_window_far();
 		addr = w ? usft_execmem_alloc(w, len) : 0;
 	}
-	if (addr) {
-		ret = usft_text_open(addr, len);
-		if (!ret)
-			memcpy((void *)addr, code, len);
-		ret |= usft_text_close_all();
-		usft_sync_core();
-		if (ret) {
-			usft_execmem_free(w, addr, len);
-			addr = 0;
-		}
+	if (addr)
+		*wp = w;
+	return addr;
+}
+
+int usft_execmem_write(unsigned long addr, const void *code, size_t len)
+{
+	int ret = usft_text_open(addr, len);
+
+	if (!ret)
+		memcpy((void *)addr, code, len);
+	ret |= usft_text_close_all();
+	usft_sync_core();
+	return ret ? -EPERM : 0;
+}
+
+/*
+ * usft_execmem_place() - copy @code into trampoline memory placed per the
+ * tramp_placement option relative to @near_ip (0: the main executable).
+ * Caller holds ftrace_lock.  Return: the address (and *@wp) or 0.
+ */
+unsigned long usft_execmem_place(const void *code, size_t len, unsigned long near_ip,
+				 struct usft_window **wp)
+{
+	unsigned long addr = usft_execmem_reserve(near_ip, len, wp);
+
+	if (addr && usft_execmem_write(addr, code, len)) {
+		usft_execmem_free(*wp, addr, len);
+		addr = 0;
 	}
+	return addr;
+}
+
+USFT_API void *usft_alloc_trampoline(const void *code, size_t len, unsigned long near_ip)
+{
+	struct usft_window *w;
+	unsigned long addr;
+
+	if (!code || !len || len > (64UL << 10)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (ftrace_lazy_init_ro()) {
+		errno = ENODEV;
+		return NULL;
+	}
+	pthread_mutex_lock(&ftrace_lock);
+	addr = usft_execmem_place(code, len, near_ip, &w);
 	pthread_mutex_unlock(&ftrace_lock);
 	if (!addr)
 		errno = ENOMEM;

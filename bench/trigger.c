@@ -1,0 +1,184 @@
+// SPDX-License-Identifier: MIT
+/*
+ * usft-bench-trigger - seed 002 ("bpf trampoline support jmp mode") and the
+ * kernel's bench_trigger replayed: a driver loop calls a target function;
+ * a counting callback is attached as fentry, fexit or fmod_ret, in call
+ * mode and in jmp mode.  Reported: million calls per second (including the
+ * driver loop, as bench_trigger does) and the jmp/call ratios, cases
+ * interleaved round by round, medians.
+ *
+ * fentry images never call the original, so jmp mode falls back to call
+ * mode for them, as in the kernel (fentry_jmp == fentry_call by design).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <usft/ftrace.h>
+#include <usft/trampoline.h>
+#include <usft/usft.h>
+
+#if defined(__clang__)
+#define TRACEE __attribute__((noinline, used))
+#else
+#define TRACEE __attribute__((noinline, noipa, used))
+#endif
+
+TRACEE long trig_target(long x)
+{
+	__asm__ volatile("" ::: "memory");
+	return x + 1;
+}
+
+static unsigned long hits;
+extern const char bench_empty_tramp[];
+static struct ftrace_ops direct_ops;
+
+static notrace unsigned long count_prog(const unsigned long *ctx, void *cookie)
+{
+	hits++;
+	return 0;
+}
+
+struct tcase {
+	const char *name;
+	int kind;	/* -1: nothing attached */
+	int mode;
+	double mps[32];
+};
+
+static notrace double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static notrace double drive(long n)
+{
+	long (*volatile fn)(long) = trig_target;
+	long acc = 0;
+	double t0 = now_s();
+
+	for (long i = 0; i < n; i++)
+		acc += fn(i);
+	if (acc != n * (n - 1) / 2 + n) {
+		fprintf(stderr, "usft-bench-trigger: wrong results\n");
+		exit(1);
+	}
+	return n / (now_s() - t0) / 1e6;
+}
+
+static notrace int cmpd(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+int main(int argc, char **argv)
+{
+	struct tcase cases[] = {
+		{ "base", -1 },
+		{ "direct", -2 },	/* a bare direct call to an empty trampoline */
+		{ "fentry_call", USFT_TRAMP_FENTRY, USFT_TRAMP_MODE_CALL },
+		{ "fentry_jmp", USFT_TRAMP_FENTRY, USFT_TRAMP_MODE_JMP },
+		{ "fexit_call", USFT_TRAMP_FEXIT, USFT_TRAMP_MODE_CALL },
+		{ "fexit_jmp", USFT_TRAMP_FEXIT, USFT_TRAMP_MODE_JMP },
+		{ "fmodret_call", USFT_TRAMP_FMODRET, USFT_TRAMP_MODE_CALL },
+		{ "fmodret_jmp", USFT_TRAMP_FMODRET, USFT_TRAMP_MODE_JMP },
+	};
+	int nc = (int)(sizeof(cases) / sizeof(cases[0])), rounds = 7;
+	double scale = 1.0;
+	long n;
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--scale") && i + 1 < argc)
+			scale = atof(argv[++i]);
+		else if (!strcmp(argv[i], "--rounds") && i + 1 < argc)
+			rounds = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--quick"))
+			rounds = 5;
+		else {
+			fprintf(stderr, "usage: usft-bench-trigger [--quick] [--scale F] [--rounds N]\n");
+			return 2;
+		}
+	}
+	if (rounds < 1 || rounds > 32)
+		rounds = 7;
+	n = (long)(5000000 * scale);
+	if (n < 1000)
+		n = 1000;
+	if (usft_init()) {
+		perror("usft_init");
+		return 1;
+	}
+	printf("# usft-bench-trigger: %ld calls per sample, %d rounds, cases interleaved\n",
+	       n, rounds);
+	for (int r = 0; r < rounds; r++) {
+		for (int i = 0; i < nc; i++) {
+			struct tcase *c = &cases[i];
+			struct usft_tramp_link *l = NULL;
+			unsigned long h0 = hits;
+
+			if (c->kind == -2) {
+				unsigned long site = ftrace_location((unsigned long)trig_target);
+
+				if (ftrace_set_filter_ip(&direct_ops, site, 0, 1) ||
+				    register_ftrace_direct(&direct_ops, (unsigned long)bench_empty_tramp)) {
+					perror("register_ftrace_direct");
+					return 1;
+				}
+			}
+			if (c->kind >= 0) {
+				/* the model from DWARF when the build has it */
+				struct usft_tramp_opts o = { .sz = sizeof(o), .nr_args = -1,
+							     .mode = c->mode };
+
+				l = usft_tramp_attach(trig_target, c->kind, count_prog, NULL, &o);
+				if (!l && errno == ENOENT) {
+					o.nr_args = 1;
+					l = usft_tramp_attach(trig_target, c->kind, count_prog, NULL,
+							      &o);
+				}
+				if (!l) {
+					fprintf(stderr, "usft-bench-trigger: %s: %s\n", c->name,
+						strerror(errno));
+					return 1;
+				}
+			}
+			drive(n / 20 + 1);
+			c->mps[r] = drive(n);
+			if (c->kind == -2 &&
+			    unregister_ftrace_direct(&direct_ops, (unsigned long)bench_empty_tramp, true)) {
+				perror("unregister_ftrace_direct");
+				return 1;
+			}
+			if (l && usft_tramp_detach(l)) {
+				perror("usft_tramp_detach");
+				return 1;
+			}
+			if (c->kind >= 0 && hits - h0 != (unsigned long)(n + n / 20 + 1)) {
+				fprintf(stderr, "usft-bench-trigger: %s: %lu callbacks for %ld calls\n",
+					c->name, hits - h0, n + n / 20 + 1);
+				return 1;
+			}
+		}
+		fprintf(stderr, "round %d/%d\n", r + 1, rounds);
+	}
+	double med[16];
+
+	for (int i = 0; i < nc; i++) {
+		qsort(cases[i].mps, rounds, sizeof(double), cmpd);
+		med[i] = cases[i].mps[rounds / 2];
+		printf("section=trigger case=%s mcalls_per_s=%.2f ns_per_call=%.2f\n", cases[i].name,
+		       med[i], 1e3 / med[i]);
+	}
+	printf("ratio fexit_jmp/fexit_call=%.2f fmodret_jmp/fmodret_call=%.2f\n", med[5] / med[4],
+	       med[7] / med[6]);
+	printf("ratio fentry_cost/direct_cost=%.2f (ns per call, fentry_call over direct)\n",
+	       med[1] / med[2]);
+	return 0;
+}

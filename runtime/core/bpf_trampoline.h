@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * core/bpf_trampoline.h - what the trampoline manager hands the arch JIT
+ * (kernel: struct btf_func_model, struct bpf_tramp_links, BPF_TRAMP_F_*).
+ */
+#ifndef USFT_CORE_BPF_TRAMPOLINE_H
+#define USFT_CORE_BPF_TRAMPOLINE_H
+
+#include <usft/trampoline.h>
+#include "core/internal.h"
+
+/* include/linux/bpf.h BPF_TRAMP_F_* (subset used here) */
+#define BPF_TRAMP_F_RESTORE_REGS	BIT(0)
+#define BPF_TRAMP_F_CALL_ORIG		BIT(1)
+#define BPF_TRAMP_F_SKIP_FRAME		BIT(2)
+#define BPF_TRAMP_F_IP_ARG		BIT(3)
+
+#define MAX_BPF_FUNC_ARGS 6
+
+/* kernel struct btf_func_model, reduced to register-passed arguments */
+struct usft_func_model {
+	int nr_args;
+	unsigned int fp_mask;	/* bit i: argument i is floating point */
+	bool ret_fp;
+	bool variadic;
+	bool known;		/* from DWARF: registers outside the model are dead */
+};
+
+struct tramp_prog {
+	usft_tramp_prog_t prog;
+	void *cookie;
+	unsigned long *misses;
+};
+
+struct tramp_desc {
+	unsigned long flags;
+	struct usft_func_model model;
+	unsigned long body;		/* the original, past its site */
+	unsigned long tpoff;		/* TLS offset of usft_task */
+	unsigned long image_id;		/* pushed on usft_task.orig_stack around the original */
+	struct tramp_prog *progs[3];
+	int nr[3];
+};
+
+
+/**
+ * arch_prepare_bpf_trampoline() - generate the image for @d into @buf as if
+ * it ran at @at.  Return: its size, or -E2BIG (over @cap) / -EOPNOTSUPP.
+ * @ip_after_call / @ip_epilogue: offsets of the patchable NOP after the call
+ * of the original and of the epilogue (CALL_ORIG only).
+ */
+int arch_prepare_bpf_trampoline(const struct tramp_desc *d, unsigned char *buf, size_t cap,
+				unsigned long at, size_t *ip_after_call, size_t *ip_epilogue);
+
+/** arch_bpf_tramp_skip_fexit() - queue ip_after_call -> jmp ip_epilogue. */
+int arch_bpf_tramp_skip_fexit(unsigned long ip_after_call, unsigned long ip_epilogue);
+
+/** arch_bpf_tramp_has_jmp() - DYNAMIC_FTRACE_WITH_JMP */
+bool arch_bpf_tramp_has_jmp(void);
+
+/* runtime/elf/dwarf.c: the function model of @addr (link-time) in @path */
+int usft_dwarf_func_model(const char *path, unsigned long addr, struct usft_func_model *m);
+
+#endif

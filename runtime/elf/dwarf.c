@@ -1,0 +1,160 @@
+// SPDX-License-Identifier: MIT
+/*
+ * elf/dwarf.c - function models from DWARF with libdw (the kernel builds
+ * them from BTF: btf_distill_func_proto()).  A model says how many
+ * arguments a function takes, which are floating point, and whether it
+ * returns floating point; anything passed or returned in memory is
+ * refused, as the JIT only handles register-passed values.
+ */
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <fcntl.h>
+#include <string.h>
+#include <unistd.h>
+#include "core/bpf_trampoline.h"
+
+/* strip typedef/const/volatile/restrict */
+static bool resolve_type(Dwarf_Die *die, Dwarf_Die *out)
+{
+	Dwarf_Attribute at;
+	Dwarf_Die cur = *die;
+
+	for (int depth = 0; depth < 32; depth++) {
+		int tag = dwarf_tag(&cur);
+
+		if (tag != DW_TAG_typedef && tag != DW_TAG_const_type &&
+		    tag != DW_TAG_volatile_type && tag != DW_TAG_restrict_type &&
+		    tag != DW_TAG_atomic_type) {
+			*out = cur;
+			return true;
+		}
+		if (!dwarf_attr_integrate(&cur, DW_AT_type, &at) || !dwarf_formref_die(&at, &cur))
+			return false;	/* const void */
+	}
+	return false;
+}
+
+/* 0 int-class, 1 fp, -EOPNOTSUPP anything in memory */
+static int classify(Dwarf_Die *typed)
+{
+	Dwarf_Attribute at;
+	Dwarf_Die t, r;
+	Dwarf_Word enc = 0;
+	int size;
+
+	if (!dwarf_attr_integrate(typed, DW_AT_type, &at) || !dwarf_formref_die(&at, &t))
+		return -EOPNOTSUPP;
+	if (!resolve_type(&t, &r))
+		return -EOPNOTSUPP;
+	switch (dwarf_tag(&r)) {
+	case DW_TAG_pointer_type:
+	case DW_TAG_reference_type:
+	case DW_TAG_rvalue_reference_type:
+	case DW_TAG_enumeration_type:
+		return 0;
+	case DW_TAG_base_type:
+		size = dwarf_bytesize(&r);
+		if (size <= 0 || size > 8)
+			return -EOPNOTSUPP;	/* long double, __int128 */
+		if (dwarf_attr_integrate(&r, DW_AT_encoding, &at) && !dwarf_formudata(&at, &enc) &&
+		    (enc == DW_ATE_float || enc == DW_ATE_complex_float))
+			return enc == DW_ATE_float ? 1 : -EOPNOTSUPP;
+		return 0;
+	default:
+		return -EOPNOTSUPP;	/* struct, union, array by value */
+	}
+}
+
+static int model_of(Dwarf_Die *fn, struct usft_func_model *m)
+{
+	Dwarf_Attribute at;
+	Dwarf_Die child;
+	int nr_int = 0, nr_fp = 0, c;
+
+	memset(m, 0, sizeof(*m));
+	if (dwarf_child(fn, &child) == 0) {
+		do {
+			int tag = dwarf_tag(&child);
+
+			if (tag == DW_TAG_unspecified_parameters) {
+				m->variadic = true;
+				continue;
+			}
+			if (tag != DW_TAG_formal_parameter)
+				continue;
+			c = classify(&child);
+			if (c < 0)
+				return c;
+			if (m->nr_args >= MAX_BPF_FUNC_ARGS)
+				return -EOPNOTSUPP;
+			if (c) {
+				m->fp_mask |= 1u << m->nr_args;
+				nr_fp++;
+			} else {
+				nr_int++;
+			}
+			m->nr_args++;
+		} while (dwarf_siblingof(&child, &child) == 0);
+	}
+	if (nr_int > 6 || nr_fp > 8)
+		return -EOPNOTSUPP;
+	if (dwarf_attr_integrate(fn, DW_AT_type, &at)) {
+		c = classify(fn);
+		if (c < 0)
+			return c;
+		m->ret_fp = c == 1;
+	}
+	m->known = true;
+	return 0;
+}
+
+static bool find_in(Dwarf_Die *parent, Dwarf_Addr addr, Dwarf_Die *out, int depth)
+{
+	Dwarf_Die child;
+
+	if (depth > 8 || dwarf_child(parent, &child) != 0)
+		return false;
+	do {
+		int tag = dwarf_tag(&child);
+		Dwarf_Addr lo;
+
+		if (tag == DW_TAG_subprogram && dwarf_lowpc(&child, &lo) == 0 && lo == addr) {
+			*out = child;
+			return true;
+		}
+		if ((tag == DW_TAG_namespace || tag == DW_TAG_class_type ||
+		     tag == DW_TAG_structure_type) && find_in(&child, addr, out, depth + 1))
+			return true;
+	} while (dwarf_siblingof(&child, &child) == 0);
+	return false;
+}
+
+int usft_dwarf_func_model(const char *path, unsigned long addr, struct usft_func_model *m)
+{
+	Dwarf_Off off = 0, next;
+	size_t hsize;
+	Dwarf *dbg;
+	int fd, ret = -ENOENT;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -ENOENT;
+	dbg = dwarf_begin(fd, DWARF_C_READ);
+	if (!dbg) {
+		close(fd);
+		return -ENOENT;
+	}
+	while (dwarf_nextcu(dbg, off, &next, &hsize, NULL, NULL, NULL) == 0) {
+		Dwarf_Die cu, fn;
+
+		if (dwarf_offdie(dbg, off + hsize, &cu) && dwarf_haspc(&cu, addr) > 0 &&
+		    find_in(&cu, addr, &fn, 0)) {
+			ret = model_of(&fn, m);
+			break;
+		}
+		off = next;
+	}
+	dwarf_end(dbg);
+	close(fd);
+	return ret;
+}
