@@ -1284,18 +1284,12 @@ void ftrace_ops_assist_func(unsigned long ip, unsigned long parent_ip,
 
 unsigned long usft_ftrace_location_locked(unsigned long ip)
 {
-	struct dyn_ftrace *rec = lookup_rec(ip, ip);
-
-	if (rec)
-		return rec->ip;
-	pthread_mutex_unlock(&ftrace_lock);
-	ip = ftrace_location(ip);
-	pthread_mutex_lock(&ftrace_lock);
-	return ip;
+	return ftrace_location(ip);
 }
 
 USFT_API int usft_site_bytes(unsigned long ip, unsigned char *buf, size_t len)
 {
+	extern pthread_rwlock_t usft_objects_lock;
 	unsigned long site;
 	int ret;
 
@@ -1304,8 +1298,9 @@ USFT_API int usft_site_bytes(unsigned long ip, unsigned char *buf, size_t len)
 	site = ftrace_location(ip);
 	if (!site)
 		return usft_err(-EINVAL);
-	pthread_mutex_lock(&ftrace_lock);
-	ret = arch_ftrace_site_bytes(site, buf, len);
-	pthread_mutex_unlock(&ftrace_lock);
+	/* usable from callbacks: no ftrace_lock (see records.c) */
+	pthread_rwlock_rdlock(&usft_objects_lock);
+	ret = lookup_rec(site, site) ? arch_ftrace_site_bytes(site, buf, len) : -EINVAL;
+	pthread_rwlock_unlock(&usft_objects_lock);
 	return ret < 0 ? usft_err(ret) : ret;
 }

@@ -20,6 +20,23 @@
 
 struct ftrace_page *ftrace_pages_start;
 struct usft_object *usft_objects;
+/*
+ * Lookups (ftrace_location, kallsyms, usft_site_bytes) may run inside
+ * callbacks, so they never take ftrace_lock (an unregister holds it across
+ * a grace period that waits for those callbacks).  They read the object
+ * and page lists under this reader lock; writers (ftrace_lock held) take
+ * it only around list changes, never across patching or a grace period.
+ */
+pthread_rwlock_t usft_objects_lock = PTHREAD_RWLOCK_INITIALIZER;
+
+/* pick up newly loaded objects if nobody is updating right now */
+static void try_sync(void)
+{
+	if (pthread_mutex_trylock(&ftrace_lock) == 0) {
+		ftrace_records_sync();
+		pthread_mutex_unlock(&ftrace_lock);
+	}
+}
 static unsigned long long seen_adds, seen_subs;
 static unsigned long nr_records;
 
@@ -118,10 +135,10 @@ USFT_API unsigned long ftrace_location(unsigned long ip)
 
 	if (ftrace_lazy_init_ro())
 		return 0;
-	pthread_mutex_lock(&ftrace_lock);
-	ftrace_records_sync();
+	try_sync();
+	pthread_rwlock_rdlock(&usft_objects_lock);
 	ret = __ftrace_location(ip);
-	pthread_mutex_unlock(&ftrace_lock);
+	pthread_rwlock_unlock(&usft_objects_lock);
 	return ret;
 }
 
@@ -132,7 +149,7 @@ USFT_API const char *usft_kallsyms_lookup(unsigned long addr, unsigned long *off
 
 	if (ftrace_lazy_init_ro())
 		return NULL;
-	pthread_mutex_lock(&ftrace_lock);
+	pthread_rwlock_rdlock(&usft_objects_lock);
 	for (obj = usft_objects; obj; obj = obj->next) {
 		const struct usft_elf_sym *sym;
 
@@ -146,7 +163,7 @@ USFT_API const char *usft_kallsyms_lookup(unsigned long addr, unsigned long *off
 		}
 		break;
 	}
-	pthread_mutex_unlock(&ftrace_lock);
+	pthread_rwlock_unlock(&usft_objects_lock);
 	return name;
 }
 
@@ -157,15 +174,15 @@ USFT_API unsigned long usft_lookup_name(const char *name)
 
 	if (!name || ftrace_lazy_init_ro())
 		return 0;
-	pthread_mutex_lock(&ftrace_lock);
-	ftrace_records_sync();
+	try_sync();
+	pthread_rwlock_rdlock(&usft_objects_lock);
 	for (obj = usft_objects; obj && !addr; obj = obj->next)
 		for (size_t i = 0; i < obj->elf.nr_syms; i++)
 			if (!strcmp(obj->elf.syms[i].name, name)) {
 				addr = obj->elf.syms[i].addr + obj->bias;
 				break;
 			}
-	pthread_mutex_unlock(&ftrace_lock);
+	pthread_rwlock_unlock(&usft_objects_lock);
 	return addr;
 }
 
@@ -423,10 +440,12 @@ static void link_object_pages(struct usft_object *obj)
 
 	if (!obj->pages)
 		return;
+	pthread_rwlock_wrlock(&usft_objects_lock);
 	while (*pp)
 		pp = &(*pp)->next;
 	*pp = obj->pages;
 	nr_records += obj->nr_recs;
+	pthread_rwlock_unlock(&usft_objects_lock);
 }
 
 static void free_object(struct usft_object *obj)
@@ -453,6 +472,7 @@ void ftrace_release_object(struct usft_object *obj)
 	struct ftrace_page **pp, *last;
 	struct usft_object **op;
 
+	pthread_rwlock_wrlock(&usft_objects_lock);
 	if (obj->pages) {
 		struct ftrace_page *p = obj->pages;
 		unsigned long left = obj->nr_recs;
@@ -482,6 +502,7 @@ void ftrace_release_object(struct usft_object *obj)
 	if (obj->nr_recs)
 		usft_counters.nr_objects--;
 	free_object(obj);
+	pthread_rwlock_unlock(&usft_objects_lock);
 }
 
 static struct usft_object *find_object(unsigned long bias, const char *path)
@@ -552,7 +573,9 @@ int ftrace_records_sync(void)
 			pr_debug("usft: %s: not readable as ELF (%d); no sites\n", obj->path, err);
 			memset(&obj->elf, 0, sizeof(obj->elf));
 		}
+		pthread_rwlock_wrlock(&usft_objects_lock);
 		*tailp = obj;
+		pthread_rwlock_unlock(&usft_objects_lock);
 		tailp = &obj->next;
 		err = ftrace_process_locs(obj);
 		if (err) {

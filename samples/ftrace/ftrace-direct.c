@@ -137,6 +137,7 @@ notrace int main(int argc, char **argv)
 	unsigned long ip;
 	int32_t rel32;
 	int opt, ret;
+	bool ok;
 
 	while ((opt = getopt_long(argc, argv, "qh", longopts, NULL)) != -1) {
 		switch (opt) {
@@ -210,10 +211,9 @@ notrace int main(int argc, char **argv)
 		       site[2], site[3], site[4]);
 	}
 
+	ok = !bad && !before && !after && !helper_bad_arg && during == NR_TASKS;
 	printf("ftrace-direct: %zu calls attached, helper ran %lu times "
-	       "(%lu before attach, %lu after detach, %lu wrong argument), %u wrong results: %s\n",
-	       NR_TASKS, during, before, after, helper_bad_arg, bad,
-	       !bad && !before && !after && !helper_bad_arg && during == NR_TASKS ?
-	       "OK" : "FAIL");
-	return !bad && !before && !after && !helper_bad_arg && during == NR_TASKS ? 0 : 1;
+	       "(%lu before attach, %lu after detach, %lu wrong argument), %u errors: %s\n",
+	       NR_TASKS, during, before, after, helper_bad_arg, bad, ok ? "OK" : "FAIL");
+	return ok ? 0 : 1;
 }
