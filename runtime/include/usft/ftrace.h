@@ -186,19 +186,66 @@ USFT_API int usft_get_ftrace_enabled(void);
 /* ------------------------------------------------------------------ */
 /* Direct calls (DYNAMIC_FTRACE_WITH_DIRECT_CALLS)                     */
 
+/**
+ * register_ftrace_direct() - make every site in @ops' filter call the
+ * trampoline @addr directly (x86-64: `call`, or `jmp` for ftrace_jmp_set(addr)).
+ * @ops: initialised (a filter set with ftrace_set_filter_ip*), no func, not
+ *       registered; its flags become FTRACE_OPS_FL_DIRECT|SAVE_REGS
+ * A site shared with other ops, or out of branch range, reaches @addr
+ * through ftrace_regs_caller.  One direct trampoline per function.
+ * Return: 0; -EINVAL bad ops / empty filter; -EBUSY a function already has
+ * a direct trampoline; -ENOMEM; -ENODEV.
+ */
 USFT_API int register_ftrace_direct(struct ftrace_ops *ops, unsigned long addr);
+
+/**
+ * unregister_ftrace_direct() - undo register_ftrace_direct(); entries whose
+ * target is @addr (jmp bit ignored) leave the registry.
+ * @free_filters: also empty @ops' filter
+ * Return: 0; -EINVAL @ops is not a registered direct ops.
+ */
 USFT_API int unregister_ftrace_direct(struct ftrace_ops *ops, unsigned long addr,
 				      bool free_filters);
+
+/**
+ * modify_ftrace_direct() - retarget every site of @ops to @addr while
+ * threads call them: each call reaches the old or the new trampoline.
+ * Return: 0; -EINVAL @ops is not a registered direct ops.
+ */
 USFT_API int modify_ftrace_direct(struct ftrace_ops *ops, unsigned long addr);
+/** modify_ftrace_direct_nolock() - the same, from inside an ops_func. */
 USFT_API int modify_ftrace_direct_nolock(struct ftrace_ops *ops, unsigned long addr);
 
+/** alloc_ftrace_hash() - a scratch hash with 2^@size_bits buckets (NULL+errno). */
 USFT_API struct ftrace_hash *alloc_ftrace_hash(int size_bits);
+/** free_ftrace_hash() - free a scratch hash and its entries. */
 USFT_API void free_ftrace_hash(struct ftrace_hash *hash);
+/** add_ftrace_hash_entry_direct() - add site @ip with target @direct. */
 USFT_API struct ftrace_func_entry *
 add_ftrace_hash_entry_direct(struct ftrace_hash *hash, unsigned long ip,
 			     unsigned long direct);
+
+/**
+ * update_ftrace_direct_add() - the single-ops batch API: attach every
+ * (ip -> direct) of @hash through one shared @ops in one code-update pass.
+ * The first call registers @ops (static, zeroed); later ones move its
+ * filter without a shutdown or a grace period per function.
+ * Return: 0; -EINVAL empty hash, a non-site ip, an ip that already has a
+ * direct target, or an @ops in the wrong state; -ENOMEM; -ENODEV.
+ */
 USFT_API int update_ftrace_direct_add(struct ftrace_ops *ops, struct ftrace_hash *hash);
+/**
+ * update_ftrace_direct_del() - detach the entries of @hash (each must be
+ * attached to @ops with that target); the last one unregisters @ops.
+ * Return: 0; -EINVAL (nothing changed).
+ */
 USFT_API int update_ftrace_direct_del(struct ftrace_ops *ops, struct ftrace_hash *hash);
+/**
+ * update_ftrace_direct_mod() - retarget the entries of @hash (attached to
+ * @ops) to their new ->direct, keeping calls on the old or new target.
+ * @do_direct_lock: false when the caller already holds the direct mutex
+ * (from an ops_func).  Return: 0; -EINVAL.
+ */
 USFT_API int update_ftrace_direct_mod(struct ftrace_ops *ops, struct ftrace_hash *hash,
 				      bool do_direct_lock);
 
