@@ -24,4 +24,10 @@ function(usft_add_criterion_test)
   if(T_SERIAL)
     set_tests_properties(${T_NAME} PROPERTIES RUN_SERIAL TRUE)
   endif()
+  # every conformance suite also runs with the per-callsite dispatch path
+  if(T_LABEL STREQUAL "conformance")
+    add_test(NAME ${T_NAME}.callsite COMMAND ${T_NAME} --jobs 1 --timeout ${T_TIMEOUT})
+    set_tests_properties(${T_NAME}.callsite PROPERTIES LABELS "${T_LABEL};callsite"
+      TIMEOUT ${T_TIMEOUT} ENVIRONMENT "USFT_OPTIONS=per_callsite_ops=1")
+  endif()
 endfunction()

@@ -297,6 +297,22 @@ int ftrace_lazy_init_ro(void);
 void ftrace_object_enable(struct usft_object *obj);
 void ftrace_object_release_hashes(struct usft_object *obj);
 
+/* ---- per-callsite ops (ftrace.c, option per_callsite_ops) ------------ */
+struct list_snap;
+struct ftrace_callsite {
+	struct ftrace_callsite *hnext;
+	unsigned long ip;
+	struct list_snap *snap;		/* the ops selecting ip, published */
+	unsigned long tramp[2];		/* arch: the site's caller copies (plain, regs) */
+};
+extern char ftrace_callsite_token[4];
+#define FTRACE_CALLSITE_ADDR		((unsigned long)&ftrace_callsite_token[0])
+#define FTRACE_CALLSITE_REGS_ADDR	((unsigned long)&ftrace_callsite_token[2])
+struct ftrace_callsite *ftrace_callsite_get(unsigned long ip);
+void ftrace_callsite_func(unsigned long ip, unsigned long parent_ip,
+			  struct ftrace_ops *op, struct ftrace_regs *fregs);
+void ftrace_callsite_stats(unsigned long *nr_sites, unsigned long *bytes);
+
 /* ---- options and counters (options.c) ------------------------------ */
 struct usft_options {
 	int ops_trampolines;

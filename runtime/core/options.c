@@ -184,6 +184,7 @@ USFT_API int usft_stat(struct usft_stats *st)
 	usft_counters.nr_sites = ftrace_nr_records();
 	ftrace_direct_stats(&usft_counters.nr_direct_in_range,
 			    &usft_counters.nr_direct_out_of_range);
+	ftrace_callsite_stats(&usft_counters.nr_callsites, &usft_counters.callsite_bytes);
 	usft_counters.disabled = ftrace_disabled;
 	memcpy((char *)st + sizeof(size_t), (char *)&usft_counters + sizeof(size_t),
 	       sz - sizeof(size_t));
@@ -209,6 +210,7 @@ USFT_API void usft_print_stat(FILE *out)
 	P(nr_objects); P(nr_sites); P(nr_enabled); P(nr_ops); P(nr_updates);
 	P(nr_sites_written); P(nr_syncs); P(nr_grace_periods); P(nr_trampolines);
 	P(nr_int3_hits); P(nr_direct_in_range); P(nr_direct_out_of_range);
+	P(nr_callsites); P(callsite_bytes);
 #undef P
 	fprintf(out, "  %-22s %s\n", "state", st.disabled ? "dead (ftrace_bug)" : "ok");
 }

@@ -103,7 +103,13 @@ static int bake_loads(unsigned char *buf, bool regs)
  * function_trace_op / x86_ftrace_call_func; else a per-ops trampoline with
  * the ops and its callback baked in (kernel create_trampoline()).
  */
-static unsigned long make_copy(struct usft_window *w, bool regs, struct ftrace_ops *ops)
+/*
+ * @ops NULL: a shared caller.  Else a per-ops trampoline; with @site set,
+ * a per-callsite copy whose "ops" is that struct ftrace_callsite and which
+ * keeps the orig_ax test (a direct ops may share the site).
+ */
+static unsigned long make_copy_for(struct usft_window *w, bool regs, struct ftrace_ops *ops,
+				   struct ftrace_callsite *site)
 {
 	size_t size = tmpl_size(regs), doff = tmpl_data_off(regs);
 	unsigned char *buf;
@@ -121,7 +127,16 @@ static unsigned long make_copy(struct usft_window *w, bool regs, struct ftrace_o
 	d = (struct tramp_data *)(buf + doff);
 	d->tpoff = usft_task_tpoff();
 	d->regfn = (unsigned long)usft_task_register;
-	if (ops) {
+	if (site) {
+		d->opv = (unsigned long)site;
+		d->funcv = (unsigned long)ftrace_callsite_func;
+		d->opp = addr + doff + offsetof(struct tramp_data, opv);
+		d->funcp = addr + doff + offsetof(struct tramp_data, funcv);
+		if (bake_loads(buf, regs)) {
+			free(buf);
+			return 0;
+		}
+	} else if (ops) {
 		d->opv = (unsigned long)ops;
 		d->funcv = (unsigned long)ftrace_ops_get_func(ops);
 		d->opp = addr + doff + offsetof(struct tramp_data, opv);
@@ -151,6 +166,11 @@ static unsigned long make_copy(struct usft_window *w, bool regs, struct ftrace_o
 		return 0;
 	}
 	return addr;
+}
+
+static unsigned long make_copy(struct usft_window *w, bool regs, struct ftrace_ops *ops)
+{
+	return make_copy_for(w, regs, ops, NULL);
 }
 
 static struct usft_window *window_for(unsigned long lo, unsigned long hi)
@@ -218,6 +238,20 @@ static unsigned long resolve(unsigned long ip, unsigned long addr, bool create)
 	struct obj_arch *a;
 
 	addr = ftrace_jmp_get(addr);
+	if (addr == FTRACE_CALLSITE_ADDR || addr == FTRACE_CALLSITE_REGS_ADDR) {
+		int idx = addr == FTRACE_CALLSITE_REGS_ADDR;
+		struct ftrace_callsite *cs = ftrace_callsite_get(ip);
+
+		if (!cs)
+			return 0;
+		if (!cs->tramp[idx] && create) {
+			obj = object_of(ip);
+			a = obj ? obj_arch(obj) : NULL;
+			if (a)
+				cs->tramp[idx] = make_copy_for(a->w, idx, NULL, cs);
+		}
+		return cs->tramp[idx];
+	}
 	if (addr != FTRACE_ADDR && addr != FTRACE_REGS_ADDR) {
 		p = find_tramp(addr);
 		if (!p) {
@@ -272,7 +306,8 @@ void arch_ftrace_set_direct_caller(struct ftrace_regs *fregs, unsigned long addr
 bool arch_ftrace_reachable(unsigned long ip, unsigned long addr)
 {
 	addr = ftrace_jmp_get(addr);
-	if (addr == FTRACE_ADDR || addr == FTRACE_REGS_ADDR || find_tramp(addr))
+	if (addr == FTRACE_ADDR || addr == FTRACE_REGS_ADDR || find_tramp(addr) ||
+	    addr == FTRACE_CALLSITE_ADDR || addr == FTRACE_CALLSITE_REGS_ADDR)
 		return true;
 	return x86_rel32_ok(ip, addr);
 }

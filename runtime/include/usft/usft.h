@@ -50,6 +50,8 @@ struct usft_stats {
 	unsigned long nr_direct_in_range;	/* direct sites patched straight */
 	unsigned long nr_direct_out_of_range;	/* direct sites via the caller */
 	int disabled;			/* ftrace_bug() fired */
+	unsigned long nr_callsites;	/* per_callsite_ops: sites with an ops array */
+	unsigned long callsite_bytes;	/* memory those arrays take */
 };
 
 /** usft_stat() - snapshot of the counters. Return: 0 or -EINVAL (bad sz). */
