@@ -79,7 +79,7 @@ clang_PREREQ  :=
 # Build directories of the CMakePresets.json presets (removed by `make clean`).
 PRESET_DIRS := build-dev build-ci-gcc build-ci-clang build-asan build-tsan build-release
 
-.PHONY: all deps build test demo install clean help
+.PHONY: bench all deps build test demo install clean help
 
 all: build
 
@@ -174,6 +174,13 @@ demo: build
 		exit 1; \
 	fi
 	./$(DEMO)
+
+# Benchmarks: every table of docs/benchmarks.md, results in bench-results/.
+# QUICK=1 for a run under two minutes.  Never part of `make test` (only the
+# 1% smoke runs are, as ctest -L bench-smoke).
+QUICK ?= 0
+bench: build
+	QUICK=$(QUICK) BUILD=$(BUILD_DIR) ./scripts/bench.sh
 
 install: build
 	$(CMAKE) --install $(BUILD_DIR) --prefix $(PREFIX)

@@ -13,6 +13,8 @@
  *   list_N           direct_far plus N-1 unrelated ops registered elsewhere:
  *                    the shared path walks every ops (the seed's N rows)
  *   ops_tramp        one ops with an empty callback through its own trampoline
+ *   callsite_N       list_N with per_callsite_ops=1: the site walks only its
+ *                    own ops (a path the kernel does not have)
  *
  * Every case is set up, timed and torn down in turn, round after round
  * (A B C ... A B C ...), and the median of the rounds is reported, so all
@@ -120,12 +122,16 @@ struct bcase {
 	unsigned long *tramp;
 	bool jmp;
 	int unrelated;
+	bool callsite;		/* per_callsite_ops=1 for this case */
 	double samples[64];
 };
 
 static notrace int setup(struct bcase *c)
 {
-	int r = 0;
+	int r = usft_set_option("per_callsite_ops", c->callsite ? "1" : "0");
+
+	if (r)
+		return r;
 
 	if (c->unrelated)
 		r = attach_unrelated(c->unrelated);
@@ -263,6 +269,8 @@ int main(int argc, char **argv)
 		{ "list_8", bench_target, 1, &far_ret, false, 7 },
 		{ "list_16", bench_target, 1, &far_ret, false, 15 },
 		{ "ops_tramp", bench_target, 2 },
+		{ "callsite_1", bench_target, 1, &far_ret, false, 0, true },
+		{ "callsite_16", bench_target, 1, &far_ret, false, 15, true },
 	};
 	int nc = (int)(sizeof(cases) / sizeof(cases[0]));
 
@@ -301,7 +309,11 @@ int main(int argc, char **argv)
 	{
 		double l1 = median(cases[5].samples, rounds), l16 = median(cases[8].samples, rounds);
 
+		double c1 = median(cases[10].samples, rounds), c16 = median(cases[11].samples, rounds);
+
 		printf("ratio list_ns_per_extra_ops=%.2f ((list_16-list_1)/15)\n", (l16 - l1) / 15);
+		printf("ratio callsite_ns_per_extra_ops=%.2f ((callsite_16-callsite_1)/15)\n",
+		       (c16 - c1) / 15);
 	}
 	return 0;
 }

@@ -238,6 +238,7 @@ static unsigned long resolve(unsigned long ip, unsigned long addr, bool create)
 	struct obj_arch *a;
 
 	addr = ftrace_jmp_get(addr);
+again:
 	if (addr == FTRACE_CALLSITE_ADDR || addr == FTRACE_CALLSITE_REGS_ADDR) {
 		int idx = addr == FTRACE_CALLSITE_REGS_ADDR;
 		struct ftrace_callsite *cs = ftrace_callsite_get(ip);
@@ -258,6 +259,11 @@ static unsigned long resolve(unsigned long ip, unsigned long addr, bool create)
 			/* a direct trampoline: straight if in reach, else via the regs caller */
 			if (arch_ftrace_direct_in_reach(ip, addr))
 				return addr;
+			/* through the regs caller (per-callsite: the site's own copy) */
+			if (usft_opts.per_callsite_ops) {
+				addr = FTRACE_CALLSITE_REGS_ADDR;
+				goto again;
+			}
 			addr = FTRACE_REGS_ADDR;
 			goto caller;
 		}

@@ -1,0 +1,168 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# `make bench [QUICK=1]`: every benchmark in one go, each comparison
+# interleaved inside its program (A B A B ..., medians), progress on
+# stderr, results in bench-results/: results.csv (section,case,metric,value),
+# results.md (one table per section with ratios to its baseline) and SVG
+# plots when gnuplot is installed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+BUILD=${BUILD:-build}
+OUT=${OUT:-bench-results}
+QUICK=${QUICK:-0}
+mkdir -p "$OUT"
+CSV=$OUT/results.csv
+RAW=$OUT/raw.txt
+: > "$RAW"
+echo "section,case,metric,value" > "$CSV"
+
+log() { echo "bench: $*" >&2; }
+
+if [ "$QUICK" = 1 ]; then
+	LADDER_ARGS="--quick --scale 0.25"; TRIGGER_ARGS="--quick --scale 0.25"
+	ATTACH_ARGS="--rounds 1"; CALLSITE_ARGS="--scale 0.25 --rounds 3"
+	PEER_N=1000000; PEER_R=3; PEER_ROUNDS=3
+else
+	LADDER_ARGS=""; TRIGGER_ARGS=""; ATTACH_ARGS="--rounds 3"; CALLSITE_ARGS=""
+	PEER_N=4000000; PEER_R=5; PEER_ROUNDS=5
+fi
+
+# machine and build, so every figure names them
+{
+	echo "# usft bench $(date -u +%Y-%m-%dT%H:%M:%SZ) quick=$QUICK"
+	echo "# machine: $(uname -m) $(nproc) cpus, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')"
+	echo "# build: $BUILD ($(grep -m1 CMAKE_BUILD_TYPE:STRING "$BUILD/CMakeCache.txt" 2>/dev/null | cut -d= -f2)), $(cc --version | head -1)"
+} > "$OUT/machine.txt"
+
+# key=value lines "section=S case=C metric=V ..." -> CSV rows
+to_csv() {
+	awk '$1 ~ /^section=/ {
+		split($1, a, "="); split($2, b, "=");
+		for (i = 3; i <= NF; i++) { split($i, kv, "="); if (kv[2] != "") print a[2] "," b[2] "," kv[1] "," kv[2] }
+	}' >> "$CSV"
+}
+
+run() {
+	local name=$1; shift
+	log "$name ..."
+	"$@" 2> >(sed "s/^/bench: $name: /" >&2) | tee -a "$RAW" | to_csv
+}
+
+B=$BUILD/bench
+run ladder "$B/usft-bench-ladder" $LADDER_ARGS
+run trigger "$B/usft-bench-trigger" $TRIGGER_ARGS
+run attach "$B/usft-bench-attach" $ATTACH_ARGS
+run callsite "$B/usft-bench-callsite" $CALLSITE_ARGS
+
+# ---- peers: the same workload under each tool ---------------------------
+PD=$OUT/peers
+mkdir -p "$PD"
+P=bench/peers
+peer_ok=()
+build_peer() {	# name, command...
+	local name=$1; shift
+	if "$@" > "$PD/$name.build.log" 2>&1; then peer_ok+=("$name"); else log "peers: $name not built (see $PD/$name.build.log)"; fi
+}
+if [ "$(id -u)" = 0 ]; then
+	for pkg in uftrace libclang-rt-14-dev; do
+		dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "ok installed" ||
+			{ log "installing $pkg for the peers table"; DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$pkg" >/dev/null 2>&1 || true; }
+	done
+fi
+build_peer untraced cc -O2 -o "$PD/untraced" $P/work.c
+build_peer pfe5 cc -O2 -fpatchable-function-entry=5 -o "$PD/pfe5" $P/work.c
+build_peer finstrument sh -c "cc -O2 -finstrument-functions -c $P/work.c -o $PD/work_fi.o && cc -O2 -c $P/cyg_hooks.c -o $PD/cyg.o && cc -o $PD/finstrument $PD/work_fi.o $PD/cyg.o"
+if command -v clang++ >/dev/null; then
+	build_peer xray_noop clang++ -x c++ -O2 -fxray-instrument -fxray-instruction-threshold=1 -DPEER_SETUP \
+		-o "$PD/xray_noop" $P/work.c -x c++ $P/xray_setup.cc
+else
+	log "peers: xray_noop skipped (clang++ not installed)"
+fi
+USFT=$BUILD/inject/cli/usft
+have() { local x; for x in "${peer_ok[@]}"; do [ "$x" = "$1" ] && return 0; done; return 1; }
+
+peer_cmd() {	# case -> command line
+	case $1 in
+	untraced) echo "$PD/untraced $PEER_N $PEER_R" ;;
+	finstrument) echo "$PD/finstrument $PEER_N $PEER_R" ;;
+	xray_noop) echo "$PD/xray_noop $PEER_N $PEER_R" ;;
+	uftrace_dynamic) echo "uftrace record -P . -d $PD/uftrace.data $PD/pfe5 $PEER_N $PEER_R" ;;
+	usft_function) echo "$USFT record -p function -o $PD/usft.trace $PD/pfe5 $PEER_N $PEER_R" ;;
+	usft_function_graph) echo "$USFT record -p function_graph -o $PD/usft.trace $PD/pfe5 $PEER_N $PEER_R" ;;
+	esac
+}
+cases=()
+have untraced && cases+=(untraced)
+have xray_noop && cases+=(xray_noop)
+have finstrument && cases+=(finstrument)
+if have pfe5 && command -v uftrace >/dev/null; then cases+=(uftrace_dynamic); else log "peers: uftrace_dynamic skipped (uftrace not installed)"; fi
+if have pfe5 && [ -x "$USFT" ]; then cases+=(usft_function usft_function_graph); else log "peers: usft rows skipped ($USFT not built)"; fi
+declare -A samples
+for ((r = 0; r < PEER_ROUNDS; r++)); do
+	for c in "${cases[@]}"; do
+		v=$($(peer_cmd "$c") 2>/dev/null | sed -n 's/.*ns_per_call=\([0-9.]*\).*/\1/p' | head -1)
+		[ -n "$v" ] && samples[$c]="${samples[$c]:-} $v"
+	done
+	log "peers round $((r + 1))/$PEER_ROUNDS"
+done
+for c in "${cases[@]}"; do
+	m=$(echo ${samples[$c]:-} | tr ' ' '\n' | sort -g | awk '{a[NR]=$1} END {if (NR) print a[int((NR+1)/2)]}')
+	[ -n "$m" ] && echo "section=peers case=$c ns_per_call=$m" | tee -a "$RAW" | to_csv
+done
+
+# ---- results.md: a table per section, ratios to its baseline -------------
+{
+	cat "$OUT/machine.txt"
+	echo
+	for sec in ladder trigger attach callsite peers; do
+		awk -F, -v s=$sec '
+		$1 == s {
+			if (!(s in base)) base[s] = "";
+			key = $2 SUBSEP $3; val[key] = $4; if (!(($2) in seen)) { seen[$2] = 1; order[++n] = $2 }
+			if (!(($3) in mseen)) { mseen[$3] = 1; morder[++m] = $3 }
+		}
+		END {
+			if (!n) exit;
+			main = (s == "trigger") ? "mcalls_per_s" : (s == "attach") ? "ms" : "ns_per_call";
+			b = (s == "ladder" || s == "peers") ? "untraced" : (s == "trigger") ? "base" : "";
+			printf "## %s\n\n| case | %s | ratio to %s |\n|---|---|---|\n", s, main, (b == "" ? "-" : b);
+			for (i = 1; i <= n; i++) {
+				c = order[i]; v = val[c SUBSEP main];
+				if (v == "") continue;
+				r = (b != "" && val[b SUBSEP main] > 0) ? sprintf("%.2f", v / val[b SUBSEP main]) : "";
+				printf "| %s | %s | %s |\n", c, v, r;
+			}
+			print "";
+		}' "$CSV"
+	done
+	echo "## ratios"
+	echo
+	grep '^ratio' "$RAW" | sed 's/^/- /'
+} > "$OUT/results.md"
+
+# ---- plots ----------------------------------------------------------------
+if command -v gnuplot >/dev/null; then
+	awk -F, '$1=="callsite" && $3=="ns_per_call" { split($2, a, "_"); n = a[length(a)]; m = a[1]; print m, n, $4 }' "$CSV" > "$OUT/callsite.dat"
+	grep '^list ' "$OUT/callsite.dat" > "$OUT/callsite_list.dat" || true
+	grep '^callsite ' "$OUT/callsite.dat" > "$OUT/callsite_cs.dat" || true
+	awk -F, '$1=="trigger" && $3=="mcalls_per_s" { print $2, $4 }' "$CSV" > "$OUT/trigger.dat"
+	awk -F, '$1=="attach" && $3=="ms" { split($2, a, "_"); n = a[length(a)]; m = ($2 ~ /^single/) ? "single" : "per_tramp"; print m, n, $4 }' "$CSV" > "$OUT/attach.dat"
+	grep '^single ' "$OUT/attach.dat" > "$OUT/attach_single.dat" || true
+	grep '^per_tramp ' "$OUT/attach.dat" > "$OUT/attach_per.dat" || true
+	gnuplot <<GP || log "gnuplot failed; tables only"
+set terminal svg size 800,480
+set output "$OUT/callsite.svg"
+set title "cost per call vs unrelated ops"; set xlabel "unrelated ops"; set ylabel "ns per call"
+plot "$OUT/callsite_list.dat" using 2:3 with linespoints title "list walk (kernel)", "$OUT/callsite_cs.dat" using 2:3 with linespoints title "per-callsite ops"
+set output "$OUT/trigger.svg"
+set title "trigger: million calls per second"; set style data histograms; set style fill solid; set ylabel "M calls/s"; set xtics rotate by -30
+plot "$OUT/trigger.dat" using 2:xtic(1) notitle
+set output "$OUT/attach.svg"
+set title "attach + detach time vs functions"; set style data linespoints; set logscale xy; set xlabel "functions"; set ylabel "ms"; set xtics norotate
+plot "$OUT/attach_single.dat" using 2:3 title "single shared ops", "$OUT/attach_per.dat" using 2:3 title "one ops per function"
+GP
+else
+	log "gnuplot not installed: tables only (apt-get install gnuplot-nox for the SVG plots)"
+fi
+log "wrote $CSV, $OUT/results.md"
