@@ -38,6 +38,9 @@ static int cmpd(const void *a, const void *b)
 }
 
 #ifdef PEER_SETUP
+#ifdef __cplusplus
+extern "C"
+#endif
 void peer_setup(void);
 #endif
 
