@@ -368,6 +368,17 @@ static bool __ftrace_hash_rec_update(struct ftrace_ops *ops, bool inc)
 			else
 				rec->flags &= ~FTRACE_FL_TRAMP;
 		}
+#ifdef USFT_HAVE_CALL_OPS
+		/*
+		 * A single ops whose func can be called directly: the site may
+		 * call it through its per-site ops literal (arm64 CALL_OPS).
+		 */
+		if (usft_opts.call_ops && ftrace_rec_count(rec) == 1 &&
+		    ftrace_ops_get_func(ops) == ops->func)
+			rec->flags |= FTRACE_FL_CALL_OPS;
+		else
+			rec->flags &= ~FTRACE_FL_CALL_OPS;
+#endif
 		update |= ftrace_test_record(rec, true) != FTRACE_UPDATE_IGNORE;
 		if (!all && count == hash->count)
 			return update;
@@ -526,6 +537,21 @@ static struct ftrace_ops *ftrace_find_tramp_ops_curr(struct dyn_ftrace *rec)
 			return op;
 	}
 	return NULL;
+}
+
+/* kernel ftrace_find_unique_ops(): the only ops selecting @rec, or NULL */
+struct ftrace_ops *ftrace_find_unique_ops(struct dyn_ftrace *rec)
+{
+	struct ftrace_ops *op, *found = NULL;
+
+	for (op = ftrace_ops_list; op != &ftrace_list_end; op = op->next) {
+		if (!hash_contains_ip(rec->ip, op->func_hash))
+			continue;
+		if (found)
+			return NULL;
+		found = op;
+	}
+	return found;
 }
 
 unsigned long ftrace_get_addr_new(struct dyn_ftrace *rec)
@@ -1178,6 +1204,21 @@ struct list_ent {
 	struct ftrace_ops *op;
 };
 
+/*
+ * kernel ftrace_ops_test(): an ops wanting regs is skipped when called
+ * without them; only on WITH_REGS archs (arm64 has WITH_ARGS only and
+ * never has pt_regs).
+ */
+static inline bool ftrace_ops_wants_regs(const struct ftrace_ops *op)
+{
+#ifdef USFT_HAVE_WITH_REGS
+	return op->flags & FTRACE_OPS_FL_SAVE_REGS;
+#else
+	(void)op;
+	return false;
+#endif
+}
+
 struct list_snap {
 	unsigned int nr;
 	struct list_ent ent[];
@@ -1214,8 +1255,18 @@ static void ftrace_list_rebuild(void)
 			n++;
 	snap = malloc(sizeof(*snap) + n * sizeof(snap->ent[0]));
 	if (!snap) {
-		/* keep the old snapshot; it can only be stale, never wrong */
-		pr_warn("usft: out of memory rebuilding the ops list snapshot\n");
+		/*
+		 * No memory for the array: publish NULL, and the walk falls
+		 * back to the kernel's linked list until the next rebuild.  A
+		 * stale array would call ops that are gone.
+		 */
+		pr_warn("usft: out of memory rebuilding the ops list snapshot; walking the list\n");
+		old = list_snap;
+		smp_store_release(&list_snap, NULL);
+		if (old && old != &empty_snap)
+			usft_call_rcu_tasks(free_snap, old);
+		if (usft_opts.per_callsite_ops)
+			ftrace_callsite_rebuild_all();
 		return;
 	}
 	snap->nr = 0;
@@ -1227,12 +1278,12 @@ static void ftrace_list_rebuild(void)
 		e = &snap->ent[snap->nr++];
 		fill_hash(op->func_hash->filter_hash, &e->filter, &e->filter_bits);
 		fill_hash(op->func_hash->notrace_hash, &e->ntrace, &e->ntrace_bits);
-		e->save_regs = op->flags & FTRACE_OPS_FL_SAVE_REGS;
+		e->save_regs = ftrace_ops_wants_regs(op);
 		e->op = op;
 	}
 	old = list_snap;
 	smp_store_release(&list_snap, snap);
-	if (old != &empty_snap)
+	if (old && old != &empty_snap)
 		usft_call_rcu_tasks(free_snap, old);
 	if (usft_opts.per_callsite_ops)
 		ftrace_callsite_rebuild_all();
@@ -1286,7 +1337,14 @@ static void ftrace_callsite_rebuild(struct ftrace_callsite *cs)
 			n++;
 	snap = malloc(sizeof(*snap) + n * sizeof(snap->ent[0]));
 	if (!snap) {
+		/* as for the list: NULL means "walk the list", never stale */
 		pr_warn("usft: out of memory rebuilding a callsite's ops array\n");
+		old = cs->snap;
+		smp_store_release(&cs->snap, NULL);
+		if (old && old != &empty_snap) {
+			callsite_bytes -= sizeof(*old) + old->nr * sizeof(old->ent[0]);
+			usft_call_rcu_tasks(free_snap, old);
+		}
 		return;
 	}
 	snap->nr = 0;
@@ -1299,13 +1357,13 @@ static void ftrace_callsite_rebuild(struct ftrace_callsite *cs)
 		e->filter = NULL;	/* selected already: no hash test at call time */
 		e->ntrace = NULL;
 		e->filter_bits = e->ntrace_bits = 0;
-		e->save_regs = op->flags & FTRACE_OPS_FL_SAVE_REGS;
+		e->save_regs = ftrace_ops_wants_regs(op);
 		e->op = op;
 	}
 	old = cs->snap;
 	smp_store_release(&cs->snap, snap);
 	callsite_bytes += sizeof(*snap) + n * sizeof(snap->ent[0]);
-	if (old != &empty_snap) {
+	if (old && old != &empty_snap) {
 		callsite_bytes -= sizeof(*old) + old->nr * sizeof(old->ent[0]);
 		usft_call_rcu_tasks(free_snap, old);
 	}
@@ -1346,6 +1404,26 @@ static __always_inline bool bucket_has(struct ftrace_func_entry **b, unsigned ch
 
 /* ---- the hot path ----------------------------------------------------- */
 
+/* the kernel's walk over the linked list, when no array could be built */
+static void list_walk_slow(unsigned long ip, unsigned long parent_ip,
+			   struct ftrace_regs *fregs, bool have_regs)
+{
+	struct ftrace_ops *op;
+
+	do_for_each_ftrace_op(op, ftrace_ops_list) {
+		struct ftrace_ops_hash h;
+
+		if (op->flags & FTRACE_OPS_FL_STUB)
+			continue;
+		if (ftrace_ops_wants_regs(op) && !have_regs)
+			continue;
+		h.filter_hash = smp_load_acquire(&op->func_hash->filter_hash);
+		h.notrace_hash = smp_load_acquire(&op->func_hash->notrace_hash);
+		if (hash_contains_ip(ip, &h))
+			READ_ONCE(op->func)(ip, parent_ip, op, fregs);
+	} while_for_each_ftrace_op(op);
+}
+
 /*
  * ftrace_ops_list_func() - the slow path: every registered ops is tested.
  * Runs in any thread at any time: no allocation, lock, syscall or errno.
@@ -1362,6 +1440,11 @@ void ftrace_ops_list_func(unsigned long ip, unsigned long parent_ip,
 		return;
 	snap = smp_load_acquire(&list_snap);
 	have_regs = ftrace_get_regs(fregs) != NULL;
+	if (unlikely(!snap)) {
+		list_walk_slow(ip, parent_ip, fregs, have_regs);
+		trace_clear_recursion(bit);
+		return;
+	}
 	for (unsigned int i = 0; i < snap->nr; i++) {
 		const struct list_ent *e = &snap->ent[i];
 
@@ -1390,6 +1473,11 @@ void ftrace_callsite_func(unsigned long ip, unsigned long parent_ip,
 		return;
 	snap = smp_load_acquire(&cs->snap);
 	have_regs = ftrace_get_regs(fregs) != NULL;
+	if (unlikely(!snap)) {
+		list_walk_slow(ip, parent_ip, fregs, have_regs);
+		trace_clear_recursion(bit);
+		return;
+	}
 	for (unsigned int i = 0; i < snap->nr; i++) {
 		const struct list_ent *e = &snap->ent[i];
 

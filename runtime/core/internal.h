@@ -290,6 +290,8 @@ enum { FTRACE_UPDATE_IGNORE, FTRACE_UPDATE_MAKE_CALL, FTRACE_UPDATE_MODIFY_CALL,
 int ftrace_test_record(struct dyn_ftrace *rec, bool enable);
 int ftrace_update_record(struct dyn_ftrace *rec, bool enable);
 unsigned long ftrace_get_addr_new(struct dyn_ftrace *rec);
+/* the only ops selecting @rec, or NULL (CALL_OPS literals) */
+struct ftrace_ops *ftrace_find_unique_ops(struct dyn_ftrace *rec);
 unsigned long ftrace_get_addr_curr(struct dyn_ftrace *rec);
 int ftrace_lazy_init(void);
 int ftrace_lazy_init_ro(void);

@@ -81,13 +81,29 @@ int usft_text_open(unsigned long addr, size_t len)
 	return 0;
 }
 
+/*
+ * Restoring a page's protection must not fail silently: a page left
+ * writable and executable is exactly what usft promises never to leave.
+ * Retry (the failures seen are transient, e.g. ENOMEM splitting a VMA),
+ * and report -EPERM if a page still could not be restored: the caller
+ * goes to ftrace_bug() and no byte is written again.
+ */
 int usft_text_close_all(void)
 {
 	int ret = 0;
 
-	for (size_t i = 0; i < nr_open; i++)
-		if (mprotect((void *)open_pages[i].page, page_size, open_pages[i].prot))
-			ret = -EPERM;
+	for (size_t i = 0; i < nr_open; i++) {
+		int tries = 0;
+
+		while (mprotect((void *)open_pages[i].page, page_size, open_pages[i].prot)) {
+			if (++tries == 5) {
+				pr_err("usft: cannot restore the protection of page %#lx (%d)\n",
+				       open_pages[i].page, errno);
+				ret = -EPERM;
+				break;
+			}
+		}
+	}
 	nr_open = 0;
 	return ret;
 }

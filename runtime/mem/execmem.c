@@ -83,7 +83,13 @@ static struct usft_window *new_window(unsigned long addr, bool far)
 #if defined(__x86_64__)
 		memset((void *)addr, 0xcc, WINDOW_SIZE);
 #endif
-		mprotect((void *)addr, WINDOW_SIZE, PROT_READ | PROT_EXEC);
+		if (mprotect((void *)addr, WINDOW_SIZE, PROT_READ | PROT_EXEC) &&
+		    mprotect((void *)addr, WINDOW_SIZE, PROT_READ | PROT_EXEC)) {
+			/* a window that cannot become executable is no window */
+			munmap((void *)addr, WINDOW_SIZE);
+			free(w);
+			return NULL;
+		}
 	}
 	w->start = addr;
 	w->size = WINDOW_SIZE;
