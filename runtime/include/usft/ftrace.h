@@ -249,7 +249,11 @@ USFT_API int update_ftrace_direct_del(struct ftrace_ops *ops, struct ftrace_hash
 USFT_API int update_ftrace_direct_mod(struct ftrace_ops *ops, struct ftrace_hash *hash,
 				      bool do_direct_lock);
 
-/* jmp bit: bit 0 of a direct address asks for a jump instead of a call. */
+/*
+ * jmp bit: bit 0 of a direct address asks for a jump instead of a call, so
+ * direct trampolines must be at least 2-byte aligned (put .balign 16 before
+ * them in assembly), as in the kernel.
+ */
 static inline __attribute__((__always_inline__)) bool ftrace_is_jmp(unsigned long addr)
 {
 	return addr & 1;
