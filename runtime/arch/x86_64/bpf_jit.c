@@ -163,14 +163,14 @@ static void layout(struct frame *f, int n, bool jmp_entry)
 	f->xmm = off;
 	f->size = -off;
 	/*
-	 * rsp must be 0 mod 16 at every call.  Call mode enters with rsp = 0
-	 * mod 16 (the site's call pushed), jmp mode with 8 (as a function
-	 * entry); push rbp flips it.
+	 * rsp must be 0 mod 16 at every call.  The image aligns it after
+	 * setting the frame pointer and keeps the frame a multiple of 16:
+	 * gcc's -fipa-stack-alignment calls local functions that need no
+	 * alignment with a misaligned stack, so the parity at entry is not
+	 * known.  Every frame access is rbp-relative; leave undoes it.
 	 */
-	if (jmp_entry)
-		f->size = (f->size + 15) & ~15;
-	else
-		f->size = ((f->size + 15) & ~15) + 8;
+	(void)jmp_entry;
+	f->size = (f->size + 15) & ~15;
 }
 
 /*
@@ -330,6 +330,7 @@ int arch_prepare_bpf_trampoline(const struct tramp_desc *d, unsigned char *buf, 
 	fs_incq(&j, d->tpoff + USFT_TASK_NEST);
 	emit1(&j, 0x55);				/* push rbp */
 	emit(&j, "\x48\x89\xe5", 3);			/* mov rsp, rbp */
+	emit(&j, "\x48\x83\xe4\xf0", 4);		/* and $-16, rsp */
 	emit(&j, "\x48\x81\xec", 3);			/* sub $size, rsp */
 	emit4(&j, (unsigned int)f.size);
 	save_regs(&j, &f, m);
