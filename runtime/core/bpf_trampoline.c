@@ -22,6 +22,7 @@
 #include <string.h>
 #include "core/arch.h"
 #include "core/bpf_trampoline.h"
+#include "core/text.h"
 #include "mem/execmem.h"
 
 struct usft_tramp_link {
@@ -41,6 +42,8 @@ struct tramp_image {
 	size_t size;
 	bool call_orig;
 	bool checkable;			/* a grace period passed since retirement */
+	size_t data_off;		/* callback data words (image_quiesce()) */
+	int nr_data;
 	size_t ip_after_call, ip_epilogue;
 };
 
@@ -123,11 +126,45 @@ static void reap_retired(void)
 	}
 }
 
+static unsigned long stub_misses;
+
+static notrace unsigned long stub_prog(const unsigned long *ctx, void *cookie)
+{
+	return 0;	/* fmod_ret 0: the original runs, as if nothing were attached */
+}
+
+/*
+ * Before the grace period of a retirement: every callback word of the image
+ * becomes the stub, its cookie 0 and its miss counter a dummy, so a thread
+ * that enters the image late (even paused before its first instruction)
+ * runs no callback of a link that is being detached.
+ */
+static void image_quiesce(struct tramp_image *im)
+{
+	unsigned long *w = (unsigned long *)(im->addr + im->data_off);
+
+	if (!im->nr_data || usft_text_open((unsigned long)w, 8UL * im->nr_data)) {
+		usft_text_close_all();
+		return;
+	}
+	for (int k = 0; k + 2 < im->nr_data; k += 3) {
+		__atomic_store_n(&w[k], (unsigned long)stub_prog, __ATOMIC_RELEASE);
+		__atomic_store_n(&w[k + 1], 0UL, __ATOMIC_RELEASE);
+		__atomic_store_n(&w[k + 2], (unsigned long)&stub_misses, __ATOMIC_RELEASE);
+	}
+	usft_text_close_all();
+}
+
 /* kernel bpf_tramp_image_put() */
 static void image_put(struct tramp_image *im)
 {
 	if (!im)
 		return;
+	pthread_mutex_lock(&ftrace_lock);
+	image_quiesce(im);
+	if (!arch_bpf_tramp_retire(im->addr, im->size))
+		ftrace_arch_code_modify_post_process();
+	pthread_mutex_unlock(&ftrace_lock);
 	if (im->call_orig) {
 		pthread_mutex_lock(&ftrace_lock);
 		if (!arch_bpf_tramp_skip_fexit(im->addr + im->ip_after_call,
@@ -180,7 +217,7 @@ static struct tramp_image *image_new(struct usft_trampoline *tr, unsigned long f
 	 * size does not depend on it).
 	 */
 	size = arch_prepare_bpf_trampoline(&d, buf, 16384, 0, &im->ip_after_call,
-					   &im->ip_epilogue);
+					   &im->ip_epilogue, &im->data_off, &im->nr_data);
 	if (size < 0) {
 		free(buf);
 		errno = -size;
@@ -191,7 +228,7 @@ static struct tramp_image *image_new(struct usft_trampoline *tr, unsigned long f
 	if (im->addr) {
 		d.image_id = im->addr;
 		arch_prepare_bpf_trampoline(&d, buf, 16384, im->addr, &im->ip_after_call,
-					    &im->ip_epilogue);
+					    &im->ip_epilogue, &im->data_off, &im->nr_data);
 		if (usft_execmem_write(im->addr, buf, (size_t)size)) {
 			usft_execmem_free(im->w, im->addr, (size_t)size);
 			im->addr = 0;
@@ -303,10 +340,18 @@ static int trampoline_update(struct usft_trampoline *tr)
 		tr->cur_addr = 0;
 		return 0;
 	}
-	if (tr->cnt[USFT_TRAMP_FEXIT] || tr->cnt[USFT_TRAMP_FMODRET])
+	if (tr->cnt[USFT_TRAMP_FEXIT] || tr->cnt[USFT_TRAMP_FMODRET]) {
+		/*
+		 * The image would call the original from its own frame: stack
+		 * arguments (variadic ones included) are not copied, so refuse
+		 * rather than run it with wrong arguments.
+		 */
+		if (tr->model.variadic)
+			return -EOPNOTSUPP;
 		flags = BPF_TRAMP_F_CALL_ORIG | BPF_TRAMP_F_SKIP_FRAME;
-	else
+	} else {
 		flags = BPF_TRAMP_F_RESTORE_REGS;
+	}
 	for (int k = 0; k < 3; k++)
 		for (struct usft_tramp_link *l = tr->links[k]; l; l = l->next) {
 			force_call |= l->mode == USFT_TRAMP_MODE_CALL;

@@ -48,12 +48,22 @@ struct tramp_desc {
  * it ran at @at.  Return: its size, or -E2BIG (over @cap) / -EOPNOTSUPP.
  * @ip_after_call / @ip_epilogue: offsets of the patchable NOP after the call
  * of the original and of the epilogue (CALL_ORIG only).
+ * @data_off / @nr_data: the image's data words, triples (callback, cookie,
+ * miss counter) per callback, which retirement points at a stub.
  */
 int arch_prepare_bpf_trampoline(const struct tramp_desc *d, unsigned char *buf, size_t cap,
-				unsigned long at, size_t *ip_after_call, size_t *ip_epilogue);
+				unsigned long at, size_t *ip_after_call, size_t *ip_epilogue,
+				size_t *data_off, int *nr_data);
 
 /** arch_bpf_tramp_skip_fexit() - queue ip_after_call -> jmp ip_epilogue. */
 int arch_bpf_tramp_skip_fexit(unsigned long ip_after_call, unsigned long ip_epilogue);
+
+/**
+ * arch_bpf_tramp_retire() - @image (@size bytes) is let go; called before
+ * the grace period.  Return: 0 when something was written (a text batch
+ * to flush), else non-zero.
+ */
+int arch_bpf_tramp_retire(unsigned long image, size_t size);
 
 /** arch_bpf_tramp_has_jmp() - DYNAMIC_FTRACE_WITH_JMP */
 bool arch_bpf_tramp_has_jmp(void);

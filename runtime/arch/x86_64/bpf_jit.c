@@ -35,10 +35,23 @@
 #include "insn.h"
 
 
+/*
+ * Callback, cookie and miss counter of each callback live in data words at
+ * the end of the image, read with RIP-relative loads (fixed up once the
+ * code size is known): retiring an image points them at a stub before the
+ * grace period, so even a thread paused before the image's first
+ * instruction runs no callback of a detached link.
+ */
+#define MAX_SLOTS (3 * 3 * USFT_TRAMP_MAX_LINKS)
 struct jit {
 	unsigned char *buf;
 	size_t len, cap;
 	bool overflow;
+	size_t slot_fix[MAX_SLOTS];	/* offsets of disp32 fields */
+	int slot_idx[MAX_SLOTS];	/* which data word */
+	int nfix;
+	unsigned long slots[MAX_SLOTS];
+	int nslots;
 };
 
 static void emit(struct jit *j, const void *p, size_t n)
@@ -112,6 +125,28 @@ static void fs_incq(struct jit *j, unsigned long a)
 static void fs_decq(struct jit *j, unsigned long a)
 {
 	fs_op(j, "\x48\xff", 2, 0x0c, a);
+}
+
+static int new_slot(struct jit *j, unsigned long v)
+{
+	if (j->nslots == MAX_SLOTS) {
+		j->overflow = true;
+		return 0;
+	}
+	j->slots[j->nslots] = v;
+	return j->nslots++;
+}
+
+/* the disp32 just emitted refers to data word @slot */
+static void slot_ref(struct jit *j, int slot)
+{
+	if (j->nfix == MAX_SLOTS) {
+		j->overflow = true;
+		return;
+	}
+	j->slot_fix[j->nfix] = j->len;
+	j->slot_idx[j->nfix++] = slot;
+	emit4(j, 0);
 }
 
 static void movabs_r11(struct jit *j, unsigned long v)
@@ -194,7 +229,7 @@ static void live_regs(const struct usft_func_model *m, int *ngp, int *nxmm, bool
 		else
 			gp++;
 	}
-	*ngp = gp;
+	*ngp = m->variadic ? 6 : gp;	/* integer varargs ride in rsi..r9 too */
 	*nxmm = m->variadic ? 8 : fp;
 	*rax = m->variadic;
 }
@@ -258,6 +293,9 @@ static size_t emit_prog(struct jit *j, const struct frame *f, unsigned long tpof
 			const struct tramp_prog *p, bool fmod_ret)
 {
 	unsigned long flag = tpoff + USFT_TASK_IN_PROG;
+	int slot_prog = new_slot(j, (unsigned long)p->prog);
+	int slot_cookie = new_slot(j, (unsigned long)p->cookie);
+	int slot_misses = new_slot(j, (unsigned long)p->misses);
 	size_t skip_at, fix = 0;
 
 	/* cmpl $0, %fs:in_prog ; jne skip ; movl $1, %fs:in_prog */
@@ -268,12 +306,14 @@ static size_t emit_prog(struct jit *j, const struct frame *f, unsigned long tpof
 	emit4(j, 0);
 	fs_op(j, "\xc7", 1, 0x04, flag);
 	emit4(j, 1);
-	/* prog(ctx, cookie) */
+	/* prog(ctx, cookie), both read from the image's data words */
 	emit(j, "\x48\x8d\xbd", 3);	/* lea ctx(%rbp), %rdi */
 	emit4(j, (unsigned int)f->ctx);
-	emit(j, "\x48\xbe", 2);		/* movabs cookie, %rsi */
-	emit8(j, (unsigned long)p->cookie);
-	call_abs(j, (unsigned long)p->prog);
+	emit(j, "\x48\x8b\x35", 3);	/* mov cookie(%rip), %rsi */
+	slot_ref(j, slot_cookie);
+	emit(j, "\x4c\x8b\x1d", 3);	/* mov prog(%rip), %r11 */
+	slot_ref(j, slot_prog);
+	emit(j, "\x41\xff\xd3", 3);	/* call *%r11 */
 	fs_op(j, "\xc7", 1, 0x04, flag);	/* movl $0, %fs:in_prog */
 	emit4(j, 0);
 	if (fmod_ret) {
@@ -293,7 +333,8 @@ static size_t emit_prog(struct jit *j, const struct frame *f, unsigned long tpof
 		rel = (unsigned int)(j->len - (skip_at + 4));
 		if (!j->overflow)
 			memcpy(j->buf + skip_at, &rel, 4);
-		movabs_r11(j, (unsigned long)p->misses);
+		emit(j, "\x4c\x8b\x1d", 3);		/* mov misses(%rip), %r11 */
+		slot_ref(j, slot_misses);
 		emit(j, "\xf0\x49\xff\x03", 4);	/* lock incq (%r11) */
 		rel = (unsigned int)(j->len - (over + 4));
 		if (!j->overflow)
@@ -311,13 +352,14 @@ static void fix_rel32(struct jit *j, size_t at, size_t target)
 }
 
 int arch_prepare_bpf_trampoline(const struct tramp_desc *d, unsigned char *buf, size_t cap,
-				unsigned long at, size_t *ip_after_call, size_t *ip_epilogue)
+				unsigned long at, size_t *ip_after_call, size_t *ip_epilogue,
+				size_t *data_off, int *nr_data)
 {
 	const struct usft_func_model *m = &d->model;
 	bool call_orig = d->flags & BPF_TRAMP_F_CALL_ORIG;
 	bool skip_frame = d->flags & BPF_TRAMP_F_SKIP_FRAME;
 	bool jmp_entry = call_orig && !skip_frame;
-	struct jit j = { .buf = buf, .cap = cap };
+	static struct jit j;	/* large; callers hold the trampoline mutex */
 	size_t fixups[USFT_TRAMP_MAX_LINKS], nfix = 0;
 	struct frame f;
 	int i;
@@ -325,6 +367,9 @@ int arch_prepare_bpf_trampoline(const struct tramp_desc *d, unsigned char *buf, 
 	(void)at;
 	if (m->nr_args < 0 || m->nr_args > MAX_BPF_FUNC_ARGS)
 		return -EOPNOTSUPP;
+	memset(&j, 0, sizeof(j));
+	j.buf = buf;
+	j.cap = cap;
 	layout(&f, m->nr_args, jmp_entry);
 
 	fs_incq(&j, d->tpoff + USFT_TASK_NEST);
@@ -406,9 +451,28 @@ int arch_prepare_bpf_trampoline(const struct tramp_desc *d, unsigned char *buf, 
 		emit(&j, "\x48\x83\xc4\x08", 4);	/* add $8, rsp */
 	emit1(&j, 0xc3);				/* ret */
 	emit1(&j, 0xcc);
+	/* the data words, 8-aligned, and the RIP-relative fix-ups */
+	while (j.len % 8)
+		emit1(&j, 0xcc);
+	*data_off = j.len;
+	*nr_data = j.nslots;
+	for (int k = 0; k < j.nslots; k++)
+		emit8(&j, j.slots[k]);
+	for (int k = 0; k < j.nfix && !j.overflow; k++) {
+		size_t at4 = j.slot_fix[k];
+		unsigned int rel = (unsigned int)(*data_off + 8 * (size_t)j.slot_idx[k] - (at4 + 4));
+
+		memcpy(j.buf + at4, &rel, 4);
+	}
 	if (j.overflow)
 		return -E2BIG;
 	return (int)j.len;
+}
+
+/* x86-64 needs nothing arch-specific at retirement (the data words do it) */
+int arch_bpf_tramp_retire(unsigned long image, size_t size)
+{
+	return 1;
 }
 
 int arch_bpf_tramp_skip_fexit(unsigned long ip_after_call, unsigned long ip_epilogue)
