@@ -345,9 +345,13 @@ USFT_API int update_ftrace_direct_add(struct ftrace_ops *ops, struct ftrace_hash
 	if (err)
 		goto out;
 	err = -EINVAL;
-	for_each_hash_entry(hash, i, e)
-		if (!e->direct || !lookup_rec(e->ip, e->ip) || ftrace_find_rec_direct(e->ip))
+	for_each_hash_entry(hash, i, e) {
+		struct dyn_ftrace *rec = lookup_rec(e->ip, e->ip);
+
+		/* exact site addresses only, each without a direct target yet */
+		if (!e->direct || !rec || rec->ip != e->ip || ftrace_find_rec_direct(e->ip))
 			goto out;
+	}
 	first = ftrace_hash_empty(ops->func_hash->filter_hash);
 	if (first && (ops->func || ops->trampoline || (ops->flags & FTRACE_OPS_FL_ENABLED)))
 		goto out;

@@ -729,7 +729,13 @@ static int __ftrace_hash_update_ipmodify(struct ftrace_ops *ops, struct ftrace_h
 					end = rec;
 					goto rollback;
 				}
-				FTRACE_WARN_ON(rec->flags & FTRACE_FL_DIRECT);
+				/*
+				 * A direct ops entering a site never finds itself
+				 * there, except on a retarget (update_target), where
+				 * it is still attached while ops_func renegotiates.
+				 */
+				if (!update_target)
+					FTRACE_WARN_ON(rec->flags & FTRACE_FL_DIRECT);
 				if (!ops->ops_func)
 					return -EBUSY;
 				ret = ops->ops_func(ops, rec->ip,

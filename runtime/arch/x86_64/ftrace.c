@@ -173,10 +173,13 @@ static unsigned long make_copy(struct usft_window *w, bool regs, struct ftrace_o
 	return make_copy_for(w, regs, ops, NULL);
 }
 
+/*
+ * Per-ops trampolines are ftrace's own code (the kernel's EXECMEM_FTRACE,
+ * always in rel32 reach on x86-64): they are placed near the text whatever
+ * tramp_placement says; that option is for user and BPF-like trampolines.
+ */
 static struct usft_window *window_for(unsigned long lo, unsigned long hi)
 {
-	if (usft_opts.tramp_placement == 1)
-		return usft_window_far();
 	return usft_window_near(lo, hi, REACH - 4096);
 }
 
