@@ -28,7 +28,8 @@ USFT_SKIP_DEPS ?= 0
 
 # Debian 12 packages the build, the tests and the install checks need.
 DEPS := libelf-dev libdw-dev libunwind-dev liburcu-dev libcriterion-dev \
-	pkg-config cmake ninja-build gcc g++ clang make libcapstone-dev
+	pkg-config cmake ninja-build gcc g++ clang make libcapstone-dev \
+	libclang-rt-14-dev
 
 BUILD_DIR := build
 DEMO      := $(BUILD_DIR)/samples/demo/usft-demo
@@ -72,14 +73,34 @@ asan_PREREQ   :=
 clang_DIR     := build-clang
 clang_CMAKE   := -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	-DUSFT_WERROR=ON -DUSFT_BUILD_BENCH=OFF
-clang_CTEST   := -L 'unit|conformance'
+clang_CTEST   := -L 'unit|conformance|fuzz'
 clang_ENV     := CC=clang
 clang_PREREQ  :=
+
+# arm64 / arm64-callops: the cross build (Debian's gcc-aarch64-linux-gnu)
+# whose unit and conformance suites run under qemu-user, once per site
+# layout: -fpatchable-function-entry=2 and =4,2 with CALL_OPS literals.
+# scripts/arm64-stage.sh sets the machine up (scripts/setup-arm64.sh), runs
+# ctest with --timeout inside a hard `timeout -s KILL $(ARM64_KILL_TIMEOUT)`
+# and, where qemu cannot run, prints a loud SKIPPED line (a failure under
+# CI=true).  Bench is off: its stubs are x86-64 only so far.
+TEST_STAGES += arm64 arm64-callops
+ARM64_STAGES := arm64 arm64-callops
+ARM64_KILL_TIMEOUT ?= 900
+arm64_DIR     := build-arm64
+arm64_CMAKE   := -DCMAKE_BUILD_TYPE=RelWithDebInfo -DUSFT_WERROR=ON -DUSFT_BUILD_BENCH=OFF
+arm64_CTEST   := -L unit|conformance
+arm64-callops_DIR   := build-arm64-callops
+# the second layout: only what the conformance suites need (unit tests are
+# not instrumented: the arm64 stage ran them)
+arm64-callops_CMAKE := $(arm64_CMAKE) -DUSFT_INSTRUMENT_CALL_OPS=ON \
+	-DUSFT_BUILD_SAMPLES=OFF -DUSFT_BUILD_INJECT=OFF
+arm64-callops_CTEST := -L conformance
 
 # Build directories of the CMakePresets.json presets (removed by `make clean`).
 PRESET_DIRS := build-dev build-ci-gcc build-ci-clang build-asan build-tsan build-release
 
-.PHONY: bench all deps build test demo install clean help
+.PHONY: check-long bench all deps build test demo install clean help
 
 all: build
 
@@ -127,7 +148,17 @@ test-$(1): deps $$($(1)_PREREQ)
 	$$(call configure_build,$(1))
 	$$($(1)_ENV) $$(CTEST) --test-dir $$($(1)_DIR) $$(CTEST_FLAGS) $$($(1)_CTEST) 2>&1 | tee $$($(1)_DIR)/usft-ctest.log
 endef
-$(foreach s,$(sort native asan clang $(TEST_STAGES)),$(eval $(call stage_rule,$(s))))
+$(foreach s,$(filter-out $(ARM64_STAGES),$(sort native asan clang $(TEST_STAGES))),$(eval $(call stage_rule,$(s))))
+
+# the arm64 stages: setup, skip or run, all in scripts/arm64-stage.sh
+define arm64_stage_rule
+.PHONY: test-$(1)
+test-$(1): deps
+	GENERATOR='$$(GENERATOR)' JOBS='$$(JOBS)' CTEST_TIMEOUT='$$(CTEST_TIMEOUT)' \
+	ARM64_CTEST='$$($(1)_CTEST)' ARM64_KILL_TIMEOUT='$$(ARM64_KILL_TIMEOUT)' \
+	bash scripts/arm64-stage.sh $$($(1)_DIR) $$($(1)_CMAKE)
+endef
+$(foreach s,$(ARM64_STAGES),$(eval $(call arm64_stage_rule,$(s))))
 
 # Runs every stage (a failing stage does not stop the next unless KEEP_GOING=0),
 # then one line per stage and the total "N passed, M failed".  A stage that
@@ -174,6 +205,11 @@ demo: build
 		exit 1; \
 	fi
 	./$(DEMO)
+
+# Minutes of model-based sequences and stress (not part of `make test`).
+check-long: build
+	USFT_MODEL_SEQS=3000 USFT_MODEL_STEPS=300 $(CTEST) --test-dir $(BUILD_DIR) -L model --output-on-failure --timeout 3600
+	USFT_STRESS_SECONDS=30 $(CTEST) --test-dir $(BUILD_DIR) -L stress --output-on-failure --timeout 3600
 
 # Benchmarks: every table of docs/benchmarks.md, results in bench-results/.
 # QUICK=1 for a run under two minutes.  Never part of `make test` (only the

@@ -18,9 +18,13 @@ else()
   set(USFT_CC_FLAGS_FTRACE_CALL_OPS -fpatchable-function-entry=5)
 endif()
 
+# Every usft_instrument() in this build uses the CALL_OPS layout (arm64 test
+# stage: the suites run once per layout).
+option(USFT_INSTRUMENT_CALL_OPS "usft_instrument() always uses the CALL_OPS layout" OFF)
+
 function(usft_instrument target)
   cmake_parse_arguments(UI "CALL_OPS;LINK" "" "EXCLUDE" ${ARGN})
-  if(UI_CALL_OPS)
+  if(UI_CALL_OPS OR USFT_INSTRUMENT_CALL_OPS)
     set(_flags ${USFT_CC_FLAGS_FTRACE_CALL_OPS})
   else()
     set(_flags ${USFT_CC_FLAGS_FTRACE})

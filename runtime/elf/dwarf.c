@@ -129,10 +129,36 @@ static bool find_in(Dwarf_Die *parent, Dwarf_Addr addr, Dwarf_Die *out, int dept
 	return false;
 }
 
-int usft_dwarf_func_model(const char *path, unsigned long addr, struct usft_func_model *m)
+/*
+ * Where DW_AT_low_pc of the function at @addr may be: the symbol itself, or
+ * (GCC on aarch64) just past the patchable entry NOPs: +8, or +12 after a
+ * BTI C.  A function with a site is never that short, so the candidates
+ * cannot name a neighbour; the exact address is tried first.
+ */
+#if defined(__aarch64__)
+static const unsigned long lowpc_skew[] = { 0, 8, 12 };
+#else
+static const unsigned long lowpc_skew[] = { 0 };
+#endif
+
+static int func_model_at(Dwarf *dbg, unsigned long addr, struct usft_func_model *m)
 {
 	Dwarf_Off off = 0, next;
 	size_t hsize;
+
+	while (dwarf_nextcu(dbg, off, &next, &hsize, NULL, NULL, NULL) == 0) {
+		Dwarf_Die cu, fn;
+
+		if (dwarf_offdie(dbg, off + hsize, &cu) && dwarf_haspc(&cu, addr) > 0 &&
+		    find_in(&cu, addr, &fn, 0))
+			return model_of(&fn, m);
+		off = next;
+	}
+	return -ENOENT;
+}
+
+int usft_dwarf_func_model(const char *path, unsigned long addr, struct usft_func_model *m)
+{
 	Dwarf *dbg;
 	int fd, ret = -ENOENT;
 
@@ -144,16 +170,8 @@ int usft_dwarf_func_model(const char *path, unsigned long addr, struct usft_func
 		close(fd);
 		return -ENOENT;
 	}
-	while (dwarf_nextcu(dbg, off, &next, &hsize, NULL, NULL, NULL) == 0) {
-		Dwarf_Die cu, fn;
-
-		if (dwarf_offdie(dbg, off + hsize, &cu) && dwarf_haspc(&cu, addr) > 0 &&
-		    find_in(&cu, addr, &fn, 0)) {
-			ret = model_of(&fn, m);
-			break;
-		}
-		off = next;
-	}
+	for (size_t i = 0; i < sizeof(lowpc_skew) / sizeof(lowpc_skew[0]) && ret == -ENOENT; i++)
+		ret = func_model_at(dbg, addr + lowpc_skew[i], m);
 	dwarf_end(dbg);
 	close(fd);
 	return ret;

@@ -11,7 +11,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#if defined(__aarch64__)
+const unsigned char tc_nop5[TC_SITE_SIZE] = { 0x1f, 0x20, 0x03, 0xd5 };
+#else
 const unsigned char tc_nop5[TC_SITE_SIZE] = { 0x0f, 0x1f, 0x44, 0x00, 0x00 };
+#endif
 
 notrace unsigned long tc_site(const void *fn)
 {
@@ -46,7 +50,7 @@ notrace bool tc_is_call(const void *fn)
 {
 	unsigned char b[TC_SITE_SIZE];
 
-	return tc_read_site(fn, b) == TC_SITE_SIZE && b[0] == 0xe8;
+	return tc_read_site(fn, b) == TC_SITE_SIZE && TC_IS_CALL_BYTES(b);
 }
 
 notrace unsigned long tc_call_target(const void *fn)
@@ -54,10 +58,15 @@ notrace unsigned long tc_call_target(const void *fn)
 	unsigned char b[TC_SITE_SIZE];
 	int32_t rel;
 
-	if (tc_read_site(fn, b) != TC_SITE_SIZE || b[0] != 0xe8)
+	if (tc_read_site(fn, b) != TC_SITE_SIZE || !TC_IS_CALL_BYTES(b))
 		return 0;
+#if defined(__aarch64__)
+	memcpy(&rel, b, 4);
+	return tc_site(fn) + ((long)(int32_t)((uint32_t)rel << 6) >> 4);
+#else
 	memcpy(&rel, b + 1, 4);
 	return tc_site(fn) + TC_SITE_SIZE + (long)rel;
+#endif
 }
 
 notrace void tc_snapshot_take(struct tc_snapshot *s, const void *const *fns, int n)
@@ -121,12 +130,18 @@ notrace void tc_counter_func(unsigned long ip, unsigned long parent_ip,
 	atomic_store_explicit(&c->last_ip, ip, memory_order_relaxed);
 	atomic_store_explicit(&c->last_parent, parent_ip, memory_order_relaxed);
 	if (op->flags & FTRACE_OPS_FL_SAVE_REGS) {
+#if defined(__aarch64__)
+		/* WITH_ARGS only: no pt_regs; the ftrace_regs pc is site + 4 */
+		if (ftrace_regs_get_instruction_pointer(fregs) != ip + TC_SITE_SIZE)
+			atomic_fetch_add(&c->bad_regs_ip, 1);
+#else
 		struct pt_regs *regs = ftrace_get_regs(fregs);
 
 		if (!regs)
 			atomic_fetch_add(&c->no_regs, 1);
 		else if (regs->ip != ip + TC_SITE_SIZE)
 			atomic_fetch_add(&c->bad_regs_ip, 1);
+#endif
 	}
 	atomic_fetch_add(&c->count, 1);
 }

@@ -43,7 +43,14 @@
 #define TC_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
 /* x86-64 site encodings */
+#if defined(__aarch64__)
+/* arm64: the BL slot; "nop5" is the disabled state NOP (d503201f), a call is BL */
+#define TC_SITE_SIZE 4
+#define TC_IS_CALL_BYTES(b) (((b)[3] & 0xfc) == 0x94)
+#else
 #define TC_SITE_SIZE 5
+#define TC_IS_CALL_BYTES(b) ((b)[0] == 0xe8)
+#endif
 extern const unsigned char tc_nop5[TC_SITE_SIZE];	/* 0f 1f 44 00 00 */
 
 /* The uniform traced-function shape most tests use. */
@@ -87,7 +94,7 @@ unsigned long tc_call_target(const void *fn);
 		int _r = tc_read_site((const void *)(fn), _b);                 \
 		cr_assert_eq(_r, TC_SITE_SIZE, "usft_site_bytes(%s) = %d",     \
 			     #fn, _r);                                         \
-		cr_assert(_b[0] == 0xe8,                                       \
+		cr_assert(TC_IS_CALL_BYTES(_b),                                \
 			  "site of %s: expected call e8 rel32, got %s", #fn,   \
 			  tc_fmt_bytes(_b, TC_SITE_SIZE, _s));                 \
 	} while (0)

@@ -19,11 +19,11 @@ static atomic_long named;
 static notrace void lookup_cb(unsigned long ip, unsigned long pip, struct ftrace_ops *op,
 			      struct ftrace_regs *fregs)
 {
-	unsigned char b[5];
+	unsigned char b[TC_SITE_SIZE];
 	const char *n = usft_kallsyms_lookup(ip, NULL);
 
 	if (n && !strcmp(n, "cf_cb_api_f") && ftrace_location(ip) == ip &&
-	    usft_site_bytes(ip, b, 5) == 5)
+	    usft_site_bytes(ip, b, TC_SITE_SIZE) == TC_SITE_SIZE)
 		atomic_fetch_add(&named, 1);
 }
 

@@ -347,9 +347,10 @@ Test(usft_site_bytes, all_sites_start_as_nop5)
 	for (int i = 0; i < NR_FUNCS; i++)
 		cr_assert(tc_is_nop5((const void *)funcs[i]), "%s not nop5 at start", names[i]);
 	errno = 0;
-	cr_assert_eq(usft_site_bytes((unsigned long)&cf_flt_data_word, b, 5), -EINVAL);
-	cr_assert_eq(usft_site_bytes(ftrace_location((unsigned long)cf_flt_beta), b, 5), 5);
-	cr_assert_eq(memcmp(b, tc_nop5, 5), 0);
+	cr_assert_eq(usft_site_bytes((unsigned long)&cf_flt_data_word, b, TC_SITE_SIZE), -EINVAL);
+	cr_assert_eq(usft_site_bytes(ftrace_location((unsigned long)cf_flt_beta), b, TC_SITE_SIZE),
+		     TC_SITE_SIZE);
+	cr_assert_eq(memcmp(b, tc_nop5, TC_SITE_SIZE), 0);
 }
 
 /* ---- ftrace_set_filter_ip(s) ------------------------------------------- */

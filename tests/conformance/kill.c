@@ -24,8 +24,13 @@ DEF(cf_kill_b, 7)
 DEF(cf_kill_c, 11)
 DEF(cf_kill_idle, 13)
 
+#if defined(__aarch64__)
+/* "mov x0, x0": harmless at the site, but not the runtime's NOP */
+static const unsigned char foreign_nop[TC_SITE_SIZE] = { 0xe0, 0x03, 0x00, 0xaa };
+#else
 /* "nopw 0x0(%rax)": a valid 5-byte NOP that is not the runtime's nop5 */
 static const unsigned char foreign_nop[TC_SITE_SIZE] = { 0x66, 0x0f, 0x1f, 0x40, 0x00 };
+#endif
 
 static const void *const others[] = {
 	(const void *)cf_kill_a, (const void *)cf_kill_b, (const void *)cf_kill_c,
@@ -116,7 +121,11 @@ Test(ftrace_bug, foreign_site_in_filter_kills_runtime)
 
 Test(ftrace_bug, jmp_at_site_kills_runtime)
 {
+#if defined(__aarch64__)
+	static const unsigned char jmp0[TC_SITE_SIZE] = { 0x01, 0, 0, 0x14 };	/* b .+4 */
+#else
 	static const unsigned char jmp0[TC_SITE_SIZE] = { 0xe9, 0, 0, 0, 0 };
+#endif
 	static struct tc_counter c;
 	struct tc_snapshot snap;
 

@@ -48,7 +48,7 @@ Test(stress, gcc_nops_converted_while_threads_run, .timeout = 600)
 	cr_assert_eq(usft_init(), 0);
 	for (int cycle = 0; cycle < CYCLES; cycle++) {
 		struct tc_pool pool;
-		unsigned char b[5];
+		unsigned char b[TC_SITE_SIZE];
 		void *h = dlopen(ST_NOPS_PATH, RTLD_NOW | RTLD_LOCAL);
 
 		cr_assert_not_null(h, "%s", dlerror());
@@ -60,8 +60,8 @@ Test(stress, gcc_nops_converted_while_threads_run, .timeout = 600)
 		tc_pool_wait_iters(&pool, 2000);
 		/* the first usft call after dlopen converts the object's NOPs */
 		cr_assert_neq(ftrace_location((unsigned long)fns[0]), 0);
-		cr_assert_eq(usft_site_bytes((unsigned long)fns[1], b, 5), 5);
-		cr_assert_eq(memcmp(b, "\x0f\x1f\x44\x00\x00", 5), 0);
+		cr_assert_eq(usft_site_bytes((unsigned long)fns[1], b, TC_SITE_SIZE), TC_SITE_SIZE);
+		cr_assert_eq(memcmp(b, tc_nop5, TC_SITE_SIZE), 0);
 		tc_pool_wait_iters(&pool, 2000);
 		struct tc_counter *c = calloc(1, sizeof(*c));
 

@@ -91,10 +91,15 @@ static notrace void checked_func(unsigned long ip, unsigned long pip,
 	if ((ftrace_regs_get_argument(fregs, 0) >> 32) != TAG)
 		atomic_fetch_add(&c->bad_arg, 1);
 	if (op->flags & FTRACE_OPS_FL_SAVE_REGS) {
+#if defined(__x86_64__)
 		struct pt_regs *regs = ftrace_get_regs(fregs);
 
 		if (!regs || regs->ip != ip + TC_SITE_SIZE || (regs->di >> 32) != TAG)
 			atomic_fetch_add(&c->bad_regs, 1);
+#else	/* arm64: WITH_ARGS only, no pt_regs */
+		if (ftrace_regs_get_instruction_pointer(fregs) != ip + TC_SITE_SIZE)
+			atomic_fetch_add(&c->bad_regs, 1);
+#endif
 	}
 	atomic_fetch_add(&c->count, 1);
 	if (!dead_at_entry && atomic_load(&c->magic) != LIVE)
