@@ -288,6 +288,8 @@ static int __modify_ftrace_direct(struct ftrace_ops *ops, unsigned long addr,
 		WRITE_ONCE(ops->direct_call, addr);
 out:
 	tmp_ops_leave();
+	if (!err && ftrace_disabled)
+		err = -ENODEV;	/* the runtime died on the way */
 	return err;
 }
 

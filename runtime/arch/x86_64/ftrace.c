@@ -159,7 +159,8 @@ static unsigned long make_copy_for(struct usft_window *w, bool regs, struct ftra
 		d->opp = (unsigned long)&function_trace_op;
 		d->funcp = (unsigned long)&x86_ftrace_call_func;
 	}
-	ret = x86_text_copy(addr, buf, size);
+	/* per-site copies are created in pass 1 of a batch: its syncs cover them */
+	ret = x86_text_copy(addr, buf, size, site == NULL);
 	free(buf);
 	if (ret) {
 		usft_execmem_free(w, addr, size);

@@ -28,7 +28,12 @@ void x86_poke_init(void);
 int x86_poke_queue(unsigned long addr, const unsigned char *newb, int len, bool relocate);
 /* the INT3 protocol over every queued site. Return: 0 or -EPERM. */
 int x86_poke_flush(void);
-/* copy into not-yet-used trampoline memory (then sync). Return 0/-EPERM. */
-int x86_text_copy(unsigned long dst, const void *src, size_t len);
+/*
+ * copy into not-yet-used trampoline memory; @sync: serialise every thread
+ * after it (not needed when the copy only becomes reachable through the
+ * INT3 batch that follows: its syncs, and the serialising return from the
+ * emulation handler, cover it).  Return 0/-EPERM.
+ */
+int x86_text_copy(unsigned long dst, const void *src, size_t len, bool sync);
 
 #endif

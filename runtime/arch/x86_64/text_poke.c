@@ -33,6 +33,7 @@ struct poke_entry {
 static struct poke_entry *poke_vec;
 static size_t poke_nr, poke_cap;
 static int poke_active;		/* the SIGTRAP handler may read poke_vec */
+static unsigned long poke_gen;	/* bumped when a batch starts and when it ends */
 static int poke_refs;		/* handlers currently reading poke_vec */
 static struct sigaction old_trap;
 
@@ -92,23 +93,35 @@ static void usft_sigtrap(int sig, siginfo_t *si, void *ctx)
 	int saved = errno;
 
 	if (si->si_code == SI_KERNEL) {
-		const struct poke_entry *e = NULL;
+		/*
+		 * The trap may be handled after its batch ended and even after
+		 * the next batch wrote a new INT3 at the same site: retry while
+		 * batches come and go; only an INT3 seen with no batch starting
+		 * or ending around the look is foreign.
+		 */
+		for (int tries = 0; tries < 1000; tries++) {
+			unsigned long g0 = __atomic_load_n(&poke_gen, __ATOMIC_SEQ_CST);
+			const struct poke_entry *e = NULL;
 
-		__atomic_add_fetch(&poke_refs, 1, __ATOMIC_SEQ_CST);
-		if (__atomic_load_n(&poke_active, __ATOMIC_SEQ_CST))
-			e = bsearch(&ip, poke_vec, poke_nr, sizeof(*poke_vec), poke_cmp);
-		if (e)
-			emulate(e, uc);
-		__atomic_sub_fetch(&poke_refs, 1, __ATOMIC_SEQ_CST);
-		if (e) {
-			usft_count(nr_int3_hits);
-			goto out;
-		}
-		/* our INT3 was already replaced: run the final instruction */
-		if (*(volatile unsigned char *)ip != INT3_INSN_OPCODE) {
-			uc->uc_mcontext.gregs[REG_RIP] = (greg_t)ip;
-			usft_count(nr_int3_hits);
-			goto out;
+			__atomic_add_fetch(&poke_refs, 1, __ATOMIC_SEQ_CST);
+			if (__atomic_load_n(&poke_active, __ATOMIC_SEQ_CST))
+				e = bsearch(&ip, poke_vec, poke_nr, sizeof(*poke_vec), poke_cmp);
+			if (e)
+				emulate(e, uc);
+			__atomic_sub_fetch(&poke_refs, 1, __ATOMIC_SEQ_CST);
+			if (e) {
+				usft_count(nr_int3_hits);
+				goto out;
+			}
+			/* our INT3 was already replaced: run the final instruction */
+			if (*(volatile unsigned char *)ip != INT3_INSN_OPCODE) {
+				uc->uc_mcontext.gregs[REG_RIP] = (greg_t)ip;
+				usft_count(nr_int3_hits);
+				goto out;
+			}
+			if (__atomic_load_n(&poke_gen, __ATOMIC_SEQ_CST) == g0 &&
+			    !(g0 & 1))
+				break;	/* no batch in flight: not ours */
 		}
 	}
 	if (old_trap.sa_flags & SA_SIGINFO) {
@@ -219,6 +232,7 @@ int x86_poke_flush(void)
 		poke_nr = 0;
 		return ret;
 	}
+	__atomic_add_fetch(&poke_gen, 1, __ATOMIC_SEQ_CST);	/* odd: in flight */
 	__atomic_store_n(&poke_active, 1, __ATOMIC_SEQ_CST);
 
 	for (i = 0; i < poke_nr; i++)
@@ -235,6 +249,7 @@ int x86_poke_flush(void)
 	usft_sync_core();
 
 	__atomic_store_n(&poke_active, 0, __ATOMIC_SEQ_CST);
+	__atomic_add_fetch(&poke_gen, 1, __ATOMIC_SEQ_CST);	/* even: done */
 	while (__atomic_load_n(&poke_refs, __ATOMIC_SEQ_CST))
 		;
 	usft_counters.nr_sites_written += poke_nr;
@@ -242,13 +257,14 @@ int x86_poke_flush(void)
 	return usft_text_close_all();
 }
 
-int x86_text_copy(unsigned long dst, const void *src, size_t len)
+int x86_text_copy(unsigned long dst, const void *src, size_t len, bool sync)
 {
 	int ret = usft_text_open(dst, len);
 
 	if (!ret)
 		memcpy((void *)dst, src, len);
 	ret |= usft_text_close_all();
-	usft_sync_core();
+	if (sync)
+		usft_sync_core();
 	return ret ? -EPERM : 0;
 }
