@@ -32,27 +32,32 @@
 	movq	%r9, USFT_PTREGS_R9(%rsp)
 	movq	%r10, USFT_PTREGS_R10(%rsp)
 	movq	%rbp, USFT_PTREGS_BP(%rsp)
+	/*
+	 * movups: the frame is 16-aligned only if the traced function was
+	 * entered with an ABI-aligned stack, and gcc's -fipa-stack-alignment
+	 * (on at -O2) calls local functions that need no alignment without it.
+	 */
 	leaq	USFT_FREGS_XMM(%rsp), %rax	/* short displacements below */
-	movaps	%xmm0, 0x00(%rax)
-	movaps	%xmm1, 0x10(%rax)
-	movaps	%xmm2, 0x20(%rax)
-	movaps	%xmm3, 0x30(%rax)
-	movaps	%xmm4, 0x40(%rax)
-	movaps	%xmm5, 0x50(%rax)
-	movaps	%xmm6, 0x60(%rax)
-	movaps	%xmm7, 0x70(%rax)
+	movups	%xmm0, 0x00(%rax)
+	movups	%xmm1, 0x10(%rax)
+	movups	%xmm2, 0x20(%rax)
+	movups	%xmm3, 0x30(%rax)
+	movups	%xmm4, 0x40(%rax)
+	movups	%xmm5, 0x50(%rax)
+	movups	%xmm6, 0x60(%rax)
+	movups	%xmm7, 0x70(%rax)
 .endm
 
 .macro RESTORE_XMM
 	leaq	USFT_FREGS_XMM(%rsp), %rcx	/* rcx is restored after */
-	movaps	0x00(%rcx), %xmm0
-	movaps	0x10(%rcx), %xmm1
-	movaps	0x20(%rcx), %xmm2
-	movaps	0x30(%rcx), %xmm3
-	movaps	0x40(%rcx), %xmm4
-	movaps	0x50(%rcx), %xmm5
-	movaps	0x60(%rcx), %xmm6
-	movaps	0x70(%rcx), %xmm7
+	movups	0x00(%rcx), %xmm0
+	movups	0x10(%rcx), %xmm1
+	movups	0x20(%rcx), %xmm2
+	movups	0x30(%rcx), %xmm3
+	movups	0x40(%rcx), %xmm4
+	movups	0x50(%rcx), %xmm5
+	movups	0x60(%rcx), %xmm6
+	movups	0x70(%rcx), %xmm7
 .endm
 
 .macro RESTORE_ARGS
@@ -78,7 +83,10 @@
 	movq	\tpoff(%rip), %r11
 	cmpl	$0, %fs:TASK_STATE(%r11)
 	jne	1f
+	movq	%rsp, %rbp		/* C: aligned stack (rbp is in the frame) */
+	andq	$-16, %rsp
 	call	*\regfn(%rip)
+	movq	%rbp, %rsp
 1:
 .endm
 
@@ -99,6 +107,19 @@
 	movq	(%rsi), %rsi
 	subq	$5, %rdi
 	movq	%rsp, %rcx
+.endm
+
+/*
+ * The callback is C: call it with rsp 16-aligned whatever the traced
+ * function got (see SAVE_ARGS).  rbp is saved in the frame and restored
+ * from it on every way out.
+ */
+.macro ALIGN_STACK
+	movq	%rsp, %rbp
+	andq	$-16, %rsp
+.endm
+.macro UNALIGN_STACK
+	movq	%rbp, %rsp
 .endm
 
 /*
@@ -142,12 +163,14 @@ ftrace_caller:
 	movq	$0, USFT_PTREGS_CS(%rsp)
 	TASK_ENTER .Lc_tpoff, .Lc_regfn
 	SET_CALLBACK_ARGS
+	ALIGN_STACK
 	.globl	ftrace_caller_op_ptr
 ftrace_caller_op_ptr:
 	LOAD_OP .Lc_opp
 	.globl	ftrace_call
 ftrace_call:
 	CALL_FUNC .Lc_funcp
+	UNALIGN_STACK
 	/* a callback may redirect the return (IPMODIFY) */
 	movq	USFT_PTREGS_IP(%rsp), %rax
 	movq	%rax, FRAME(%rsp)
@@ -190,12 +213,14 @@ ftrace_regs_caller:
 	movq	$0x2b, USFT_PTREGS_SS(%rsp)
 	TASK_ENTER .Lr_tpoff, .Lr_regfn
 	SET_CALLBACK_ARGS
+	ALIGN_STACK
 	.globl	ftrace_regs_caller_op_ptr
 ftrace_regs_caller_op_ptr:
 	LOAD_OP .Lr_opp
 	.globl	ftrace_regs_call
 ftrace_regs_call:
 	CALL_FUNC .Lr_funcp
+	UNALIGN_STACK
 	movq	USFT_PTREGS_IP(%rsp), %rax
 	movq	%rax, FRAME(%rsp)
 	TASK_EXIT .Lr_tpoff

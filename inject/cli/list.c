@@ -1,0 +1,299 @@
+// SPDX-License-Identifier: MIT
+/*
+ * inject/cli/list.c - `usft list -f PROG`: the patchable functions of a
+ * program and of the libraries it loads (the kernel's
+ * available_filter_functions, "func [object]" for functions outside the
+ * program itself), read from the files: __patchable_function_entries
+ * (applying RELATIVE relocations when the linker left the slots zero) and
+ * the symbol tables (runtime/elf).
+ *
+ * The libraries are found the way ldd(1) does, by asking the program's
+ * dynamic loader (PT_INTERP --list), which maps them without running any
+ * of their code.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "elf/elf.h"
+#include "cli.h"
+
+#ifndef R_X86_64_RELATIVE
+#define R_X86_64_RELATIVE	8
+#endif
+#ifndef R_AARCH64_RELATIVE
+#define R_AARCH64_RELATIVE	1027
+#endif
+
+struct sites {
+	unsigned long *addr;	/* link-time addresses */
+	size_t n, cap;
+};
+
+static void sites_add(struct sites *s, unsigned long a)
+{
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 256;
+		void *p = realloc(s->addr, cap * sizeof(*s->addr));
+
+		if (!p)
+			return;
+		s->addr = p;
+		s->cap = cap;
+	}
+	s->addr[s->n++] = a;
+}
+
+/* the entries of every __patchable_function_entries section of @path */
+static int read_sites(const char *path, struct sites *out)
+{
+	GElf_Shdr pfe[8];
+	Elf_Data *pfe_data[8];
+	size_t shstrndx, npfe = 0;
+	Elf_Scn *scn = NULL;
+	GElf_Ehdr eh;
+	Elf *elf;
+	int fd, ret = 0;
+
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return -EINVAL;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	elf = elf_begin(fd, ELF_C_READ, NULL);
+	if (!elf || !gelf_getehdr(elf, &eh) || elf_getshdrstrndx(elf, &shstrndx)) {
+		ret = -EINVAL;
+		goto out;
+	}
+	while ((scn = elf_nextscn(elf, scn)) && npfe < 8) {
+		GElf_Shdr sh;
+		const char *name;
+
+		if (!gelf_getshdr(scn, &sh))
+			continue;
+		name = elf_strptr(elf, shstrndx, sh.sh_name);
+		if (!name || strcmp(name, "__patchable_function_entries") || sh.sh_type == SHT_NOBITS)
+			continue;
+		pfe[npfe] = sh;
+		pfe_data[npfe] = elf_getdata(scn, NULL);
+		if (pfe_data[npfe])
+			npfe++;
+	}
+	for (size_t k = 0; k < npfe; k++) {
+		size_t n = pfe_data[k]->d_size / 8;
+		unsigned long *v = calloc(n ? n : 1, sizeof(*v));
+
+		if (!v)
+			break;
+		memcpy(v, pfe_data[k]->d_buf, n * 8);
+		/* slots the linker left for the loader: take the RELATIVE addends */
+		scn = NULL;
+		while ((scn = elf_nextscn(elf, scn))) {
+			GElf_Shdr sh;
+			Elf_Data *d;
+
+			if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_RELA ||
+			    !(d = elf_getdata(scn, NULL)) || !sh.sh_entsize)
+				continue;
+			for (size_t r = 0; r < sh.sh_size / sh.sh_entsize; r++) {
+				GElf_Rela rela;
+				unsigned long t;
+
+				if (!gelf_getrela(d, (int)r, &rela))
+					break;
+				t = GELF_R_TYPE(rela.r_info);
+				if ((t == R_X86_64_RELATIVE && eh.e_machine == EM_X86_64) ||
+				    (t == R_AARCH64_RELATIVE && eh.e_machine == EM_AARCH64)) {
+					if (rela.r_offset >= pfe[k].sh_addr &&
+					    rela.r_offset < pfe[k].sh_addr + n * 8 &&
+					    !v[(rela.r_offset - pfe[k].sh_addr) / 8])
+						v[(rela.r_offset - pfe[k].sh_addr) / 8] = rela.r_addend;
+				}
+			}
+		}
+		for (size_t i = 0; i < n; i++)
+			if (v[i])
+				sites_add(out, v[i]);
+		free(v);
+	}
+out:
+	if (elf)
+		elf_end(elf);
+	close(fd);
+	return ret;
+}
+
+/* the loader's view of the program's libraries, "path" per line */
+static int list_objects(const char *prog, char ***objs, size_t *nobjs)
+{
+	char interp[PATH_MAX] = "", line[PATH_MAX + 128];
+	int fd = open(prog, O_RDONLY | O_CLOEXEC), pfd[2];
+	size_t cap = 8;
+	Elf *elf;
+	size_t nph;
+	FILE *f;
+	pid_t pid;
+	int st;
+
+	*objs = calloc(cap, sizeof(char *));
+	*nobjs = 0;
+	if (!*objs || fd < 0)
+		return fd < 0 ? -errno : -ENOMEM;
+	(*objs)[(*nobjs)++] = strdup(prog);
+	elf_version(EV_CURRENT);
+	elf = elf_begin(fd, ELF_C_READ, NULL);
+	if (elf && !elf_getphdrnum(elf, &nph)) {
+		for (size_t i = 0; i < nph; i++) {
+			GElf_Phdr ph;
+			size_t len;
+			char *raw;
+
+			if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_INTERP)
+				continue;
+			raw = elf_rawfile(elf, &len);
+			if (raw && ph.p_offset < len && ph.p_filesz < sizeof(interp) &&
+			    ph.p_filesz <= len - ph.p_offset)
+				snprintf(interp, sizeof(interp), "%.*s", (int)ph.p_filesz, raw + ph.p_offset);
+		}
+	}
+	if (elf)
+		elf_end(elf);
+	close(fd);
+	if (!interp[0] || pipe(pfd))
+		return 0;	/* static, or a shared object: itself only */
+	pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (!pid) {
+		dup2(pfd[1], 1);
+		close(pfd[0]);
+		close(pfd[1]);
+		execl(interp, interp, "--list", prog, (char *)NULL);
+		_exit(127);
+	}
+	close(pfd[1]);
+	f = fdopen(pfd[0], "r");
+	while (f && fgets(line, sizeof(line), f)) {
+		char *arrow = strstr(line, "=> "), *p = arrow ? arrow + 3 : line, *end;
+
+		while (*p == ' ' || *p == '\t')
+			p++;
+		if (*p != '/')
+			continue;
+		end = strstr(p, " (");
+		if (end)
+			*end = 0;
+		else
+			p[strcspn(p, "\n")] = 0;
+		if (*nobjs == cap) {
+			void *q = realloc(*objs, (cap *= 2) * sizeof(char *));
+
+			if (!q)
+				break;
+			*objs = q;
+		}
+		(*objs)[(*nobjs)++] = strdup(p);
+	}
+	if (f)
+		fclose(f);
+	waitpid(pid, &st, 0);
+	return 0;
+}
+
+static int cmp_ul(const void *a, const void *b)
+{
+	unsigned long x = *(const unsigned long *)a, y = *(const unsigned long *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* print the functions of one object; Return: how many */
+static size_t list_object(const char *path, bool is_main, const char *glob, FILE *out)
+{
+	struct usft_elf_info info;
+	struct sites s = { 0 };
+	const char *base = strrchr(path, '/');
+	const struct usft_elf_sym *last = NULL;
+	size_t n = 0;
+
+	base = base ? base + 1 : path;
+	if (read_sites(path, &s) || !s.n) {
+		free(s.addr);
+		return 0;
+	}
+	if (usft_elf_read(path, &info)) {
+		free(s.addr);
+		return 0;
+	}
+	qsort(s.addr, s.n, sizeof(*s.addr), cmp_ul);
+	for (size_t i = 0; i < s.n; i++) {
+		const struct usft_elf_sym *sym = usft_elf_find_sym(&info, s.addr[i]);
+
+		if (!sym || sym == last)
+			continue;
+		last = sym;
+		if (glob && fnmatch(glob, sym->name, 0))
+			continue;
+		if (is_main)
+			fprintf(out, "%s\n", sym->name);
+		else
+			fprintf(out, "%s [%s]\n", sym->name, base);
+		n++;
+	}
+	usft_elf_free(&info);
+	free(s.addr);
+	return n;
+}
+
+int usft_cmd_list(int argc, char **argv)
+{
+	const char *prog = NULL, *glob = NULL;
+	char path[PATH_MAX];
+	char **objs = NULL;
+	size_t nobjs = 0, total = 0;
+	int ret;
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+			usft_usage(stdout, "list");
+			return 0;
+		}
+		if (!strcmp(argv[i], "-f") && i + 1 < argc)
+			prog = argv[++i];
+		else if (!strncmp(argv[i], "-f", 2) && argv[i][2])
+			prog = argv[i] + 2;
+		else if (argv[i][0] != '-' && !glob)
+			glob = argv[i];
+		else
+			return usft_usage_error("list", "unexpected argument '%s'", argv[i]);
+	}
+	if (!prog)
+		return usft_usage_error("list", "-f PROG is required");
+	if (usft_find_program(prog, path, sizeof(path))) {
+		fprintf(stderr, "usft: %s: %s\n", prog, strerror(errno));
+		return 1;
+	}
+	ret = list_objects(path, &objs, &nobjs);
+	if (ret && !nobjs) {
+		fprintf(stderr, "usft: %s: %s\n", path, strerror(-ret));
+		return 1;
+	}
+	for (size_t i = 0; i < nobjs; i++) {
+		if (objs[i])
+			total += list_object(objs[i], i == 0, glob, stdout);
+		free(objs[i]);
+	}
+	free(objs);
+	if (!total && !glob)
+		fprintf(stderr, "usft: %s has no patchable functions (build it with the patch "
+			"flags: pkg-config --variable=patch_cflags usft)\n", prog);
+	return 0;
+}

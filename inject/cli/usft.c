@@ -1,0 +1,549 @@
+// SPDX-License-Identifier: MIT
+/*
+ * inject/cli/usft.c - the `usft` command (see docs/usft.1):
+ *
+ *   usft record [-p TRACER] [-l GLOB]... [-n GLOB]... [-g FUNC]... [-o FILE]
+ *               [-b KB] [-C CLOCK] [-O NAME=VALUE]... [--max-graph-depth N]
+ *               [-q] [--] PROG [ARGS]
+ *   usft report [-i FILE] [--format text|json] [-o OUT]
+ *   usft list -f PROG [GLOB]
+ *   usft stat
+ *
+ * record runs PROG with LD_PRELOAD=libusft-preload.so and the choices in
+ * USFT_* variables, waits for it, prints one summary line on stderr and
+ * exits with PROG's status (125: usft failed, 126: PROG not executable,
+ * 127: PROG not found, 128+N: PROG killed by signal N).  Flags follow
+ * trace-cmd where it has one.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <usft/usft.h>
+#include "cli.h"
+#include "trace_read.h"
+
+#ifndef USFT_PRELOAD_NAME
+#define USFT_PRELOAD_NAME "libusft-preload.so"
+#endif
+#ifndef USFT_BIN_TO_LIB
+#define USFT_BIN_TO_LIB "../lib"
+#endif
+#ifndef USFT_INSTALL_LIBDIR
+#define USFT_INSTALL_LIBDIR "/usr/local/lib"
+#endif
+
+static const struct {
+	const char *cmd;
+	const char *text;
+} usage_text[] = {
+	{ "record",
+	  "usage: usft record [OPTIONS] [--] PROG [ARGS...]\n"
+	  "Run PROG (built with the patch flags) under the usft preload shim and record a trace.\n"
+	  "  -p, --plugin TRACER      function (default), function_graph or profile\n"
+	  "  -l, --filter GLOB        trace only matching functions (repeatable)\n"
+	  "  -n, --notrace GLOB       do not trace matching functions (repeatable)\n"
+	  "  -g, --graph-function F   function_graph: only F and what it calls (repeatable)\n"
+	  "      --max-graph-depth N  function_graph: record N levels at most\n"
+	  "  -o, --output FILE        trace file (default usft.dat)\n"
+	  "  -b, --buffer-size KB     ring buffer per thread in KiB (default 65536)\n"
+	  "  -C, --clock CLOCK        auto, mono (clock_gettime) or counter (cycle counter)\n"
+	  "  -O, --option NAME=VALUE  runtime option (see `usft stat`), repeatable\n"
+	  "      --prefault           fault in the first thread's ring before PROG runs\n"
+	  "  -q, --quiet              no summary line\n"
+	  "Exit status: PROG's; 125 usft failed, 126 PROG not executable, 127 not found,\n"
+	  "128+N PROG killed by signal N.\n" },
+	{ "report",
+	  "usage: usft report [-i FILE] [--format text|json] [-o OUT]\n"
+	  "Print a trace file: the kernel's trace formats (text) or Chrome trace-event JSON.\n"
+	  "  -i, --input FILE         trace file (default usft.dat)\n"
+	  "  -F, --format FORMAT      text (default) or json\n"
+	  "  -o, --output OUT         write there instead of stdout\n"
+	  "      --no-header          text: leave out the '#' header lines\n" },
+	{ "list",
+	  "usage: usft list -f PROG [GLOB]\n"
+	  "List the patchable functions of PROG and of the libraries it loads\n"
+	  "(\"func\" for PROG's own, \"func [library]\" for the others).\n" },
+	{ "stat",
+	  "usage: usft stat\n"
+	  "Print the runtime options (USFT_OPTIONS applied) and the counters of a fresh runtime.\n" },
+};
+
+void usft_usage(FILE *out, const char *cmd)
+{
+	if (cmd) {
+		for (size_t i = 0; i < sizeof(usage_text) / sizeof(usage_text[0]); i++)
+			if (!strcmp(cmd, usage_text[i].cmd)) {
+				fputs(usage_text[i].text, out);
+				return;
+			}
+	}
+	fprintf(out,
+		"usage: usft <command> [options]\n"
+		"usft %s - the Linux kernel's ftrace in userspace\n\n"
+		"commands:\n"
+		"  record   run a program and record a trace\n"
+		"  report   print a recorded trace (text or Chrome JSON)\n"
+		"  list     list the patchable functions of a program\n"
+		"  stat     print runtime options and counters\n"
+		"  help     help on a command (usft help record)\n\n"
+		"  --version, --help\n", usft_version());
+}
+
+int usft_usage_error(const char *cmd, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "usft %s: ", cmd);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\nTry 'usft %s --help'.\n", cmd);
+	return USFT_EXIT_USAGE;
+}
+
+int usft_find_program(const char *prog, char *out, size_t len)
+{
+	const char *path = getenv("PATH");
+	int err = ENOENT;
+
+	if (strchr(prog, '/')) {
+		if (access(prog, F_OK))
+			return -1;
+		snprintf(out, len, "%s", prog);
+		return 0;
+	}
+	if (!path || !*path)
+		path = "/usr/local/bin:/usr/bin:/bin";
+	while (*path) {
+		const char *end = strchr(path, ':');
+		size_t n = end ? (size_t)(end - path) : strlen(path);
+		struct stat st;
+
+		snprintf(out, len, "%.*s%s%s", (int)n, path, n ? "/" : "", prog);
+		if (!stat(out, &st) && S_ISREG(st.st_mode)) {
+			if (!access(out, X_OK))
+				return 0;
+			err = EACCES;
+		}
+		path = end ? end + 1 : "";
+	}
+	errno = err;
+	return -1;
+}
+
+/* ---- record ---------------------------------------------------------------- */
+
+static bool file_exists(const char *p)
+{
+	return !access(p, R_OK);
+}
+
+/* the shim next to us (build tree), under ../lib (install tree), or installed */
+static int find_preload(char *out, size_t len)
+{
+	char self[PATH_MAX], *slash;
+	const char *env = getenv("USFT_PRELOAD");
+	ssize_t n;
+
+	if (env && *env) {
+		snprintf(out, len, "%s", env);
+		return file_exists(out) ? 0 : -1;
+	}
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n > 0) {
+		self[n] = 0;
+		slash = strrchr(self, '/');
+		if (slash) {
+			*slash = 0;
+			if (snprintf(out, len, "%s/%s", self, USFT_PRELOAD_NAME) < (int)len &&
+			    file_exists(out))
+				return 0;
+			if (snprintf(out, len, "%s/%s/%s", self, USFT_BIN_TO_LIB,
+				     USFT_PRELOAD_NAME) < (int)len && file_exists(out))
+				return 0;
+		}
+	}
+	snprintf(out, len, "%s/%s", USFT_INSTALL_LIBDIR, USFT_PRELOAD_NAME);
+	return file_exists(out) ? 0 : -1;
+}
+
+/*
+ * libusft itself goes into LD_PRELOAD right after the shim: loaded as the
+ * shim's dependency it would come after libc in the global scope, where
+ * its dlsym(RTLD_NEXT, "sigaction"/"dlclose") finds nothing.  (Before the
+ * shim, RTLD_NEXT would find the shim's forwarders instead.)  Next to the
+ * shim (install tree), or where this build made it.
+ */
+static int find_libusft(const char *preload, char *out, size_t len)
+{
+	const char *slash = strrchr(preload, '/');
+
+	if (slash && snprintf(out, len, "%.*s/libusft.so.0", (int)(slash - preload), preload) < (int)len &&
+	    file_exists(out))
+		return 0;
+#ifdef USFT_BUILD_LIBUSFT
+	if (snprintf(out, len, "%s", USFT_BUILD_LIBUSFT) < (int)len && file_exists(out))
+		return 0;
+#endif
+	return -1;
+}
+
+static void append(char **list, const char *item)
+{
+	size_t a = *list ? strlen(*list) : 0, b = strlen(item);
+	char *p = realloc(*list, a + b + 2);
+
+	if (!p)
+		return;
+	if (a)
+		p[a++] = ' ';
+	memcpy(p + a, item, b + 1);
+	*list = p;
+}
+
+static void print_summary(const char *file, const char *prog)
+{
+	struct usft_trace t;
+	int r = usft_trace_read(file, &t, false);
+
+	if (r == -EINVAL || (!r && !t.nsess)) {
+		fprintf(stderr, "usft: nothing recorded: %s has no patchable functions "
+			"(build it with the patch flags)\n", prog);
+		if (!r)
+			usft_trace_free(&t);
+		return;
+	}
+	if (r) {
+		fprintf(stderr, "usft: cannot read %s: %s\n", file, strerror(-r));
+		return;
+	}
+	for (size_t i = 0; i < t.nsess; i++) {
+		const struct usft_rsession *s = &t.sess[i];
+
+		if (s->unmatched && *s->unmatched)
+			fprintf(stderr, "usft: warning: -l %s matched no function in %s-%d\n",
+				s->unmatched, s->comm ? s->comm : "?", s->pid);
+	}
+	fprintf(stderr, "usft: %llu events, %llu lost, %zu process%s, file %s (%s)%s\n",
+		(unsigned long long)t.events, (unsigned long long)t.lost, t.nsess,
+		t.nsess == 1 ? "" : "es", file, usft_trace_tracer(&t),
+		t.truncated ? " [truncated]" : "");
+	usft_trace_free(&t);
+}
+
+static int cmd_record(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "plugin", required_argument, NULL, 'p' },
+		{ "tracer", required_argument, NULL, 'p' },
+		{ "filter", required_argument, NULL, 'l' },
+		{ "notrace", required_argument, NULL, 'n' },
+		{ "graph-function", required_argument, NULL, 'g' },
+		{ "max-graph-depth", required_argument, NULL, 'D' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "buffer-size", required_argument, NULL, 'b' },
+		{ "clock", required_argument, NULL, 'C' },
+		{ "option", required_argument, NULL, 'O' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "prefault", no_argument, NULL, 'P' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	const char *tracer = "function", *output = "usft.dat", *clk = NULL;
+	char *filter = NULL, *notrace_list = NULL, *graph = NULL, *options = NULL;
+	char preload[PATH_MAX], out_abs[PATH_MAX], progpath[PATH_MAX], num[32];
+	long depth = 0, bufkb = 0;
+	bool quiet = false, prefault = false;
+	int c, fd, status;
+	pid_t pid;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "+p:l:n:g:o:b:C:O:qh", lo, NULL)) != -1) {
+		switch (c) {
+		case 'p':
+			tracer = optarg;
+			break;
+		case 'l':
+			append(&filter, optarg);
+			break;
+		case 'n':
+			append(&notrace_list, optarg);
+			break;
+		case 'g':
+			append(&graph, optarg);
+			break;
+		case 'D':
+			depth = strtol(optarg, NULL, 0);
+			if (depth < 0)
+				return usft_usage_error("record", "bad depth '%s'", optarg);
+			break;
+		case 'o':
+			output = optarg;
+			break;
+		case 'b':
+			bufkb = strtol(optarg, NULL, 0);
+			if (bufkb <= 0)
+				return usft_usage_error("record", "bad buffer size '%s'", optarg);
+			break;
+		case 'C':
+			clk = optarg;
+			if (strcmp(clk, "auto") && strcmp(clk, "mono") && strcmp(clk, "counter"))
+				return usft_usage_error("record", "unknown clock '%s'", clk);
+			break;
+		case 'O':
+			if (options) {
+				char *p = realloc(options, strlen(options) + strlen(optarg) + 2);
+
+				if (!p)
+					return USFT_EXIT_RECORD_FAIL;
+				options = strcat(strcat(p, ","), optarg);
+			} else {
+				options = strdup(optarg);
+			}
+			break;
+		case 'q':
+			quiet = true;
+			break;
+		case 'P':
+			prefault = true;
+			break;
+		case 'h':
+			usft_usage(stdout, "record");
+			return 0;
+		default:
+			return usft_usage_error("record", "bad option");
+		}
+	}
+	if (strcmp(tracer, "function") && strcmp(tracer, "function_graph") &&
+	    strcmp(tracer, "profile") && strcmp(tracer, "nop"))
+		return usft_usage_error("record", "unknown tracer '%s' (function, function_graph, "
+					"profile, nop)", tracer);
+	if (optind >= argc)
+		return usft_usage_error("record", "no program to run");
+	if (find_preload(preload, sizeof(preload))) {
+		fprintf(stderr, "usft: cannot find %s (set USFT_PRELOAD)\n", USFT_PRELOAD_NAME);
+		return USFT_EXIT_RECORD_FAIL;
+	}
+	if (output[0] != '/') {
+		char cwd[PATH_MAX];
+
+		if (!getcwd(cwd, sizeof(cwd)) ||
+		    snprintf(out_abs, sizeof(out_abs), "%s/%s", cwd, output) >= (int)sizeof(out_abs)) {
+			fprintf(stderr, "usft: %s: path too long\n", output);
+			return USFT_EXIT_RECORD_FAIL;
+		}
+	} else {
+		snprintf(out_abs, sizeof(out_abs), "%s", output);
+	}
+	/* a fresh file; every process of the run appends to it */
+	fd = open(out_abs, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		fprintf(stderr, "usft: %s: %s\n", output, strerror(errno));
+		return USFT_EXIT_RECORD_FAIL;
+	}
+	close(fd);
+	if (usft_find_program(argv[optind], progpath, sizeof(progpath))) {
+		int e = errno;
+
+		fprintf(stderr, "usft: %s: %s\n", argv[optind], strerror(e));
+		return e == ENOENT ? USFT_EXIT_NOTFOUND : USFT_EXIT_NOEXEC;
+	}
+
+	pid = fork();
+	if (pid < 0) {
+		fprintf(stderr, "usft: fork: %s\n", strerror(errno));
+		return USFT_EXIT_RECORD_FAIL;
+	}
+	if (pid == 0) {
+		const char *old = getenv("LD_PRELOAD");
+		char *lp = NULL, libusft[PATH_MAX];
+
+		append(&lp, preload);
+		if (!find_libusft(preload, libusft, sizeof(libusft)))
+			append(&lp, libusft);
+		if (old && *old)
+			append(&lp, old);
+		setenv("LD_PRELOAD", lp, 1);
+		setenv("USFT_TRACER", tracer, 1);
+		setenv("USFT_OUTPUT", out_abs, 1);
+		setenv("USFT_APPEND", "1", 1);
+		if (filter)
+			setenv("USFT_FILTER", filter, 1);
+		if (notrace_list)
+			setenv("USFT_NOTRACE", notrace_list, 1);
+		if (graph)
+			setenv("USFT_GRAPH_FUNCS", graph, 1);
+		if (depth) {
+			snprintf(num, sizeof(num), "%ld", depth);
+			setenv("USFT_MAX_DEPTH", num, 1);
+		}
+		if (bufkb) {
+			snprintf(num, sizeof(num), "%ldK", bufkb);
+			setenv("USFT_BUFFER_SIZE", num, 1);
+		}
+		if (clk)
+			setenv("USFT_CLOCK", clk, 1);
+		if (prefault)
+			setenv("USFT_PREFAULT", "1", 1);
+		if (options) {
+			const char *o = getenv("USFT_OPTIONS");
+			char *all = NULL;
+
+			if (o && *o) {
+				all = malloc(strlen(o) + strlen(options) + 2);
+				if (all)
+					sprintf(all, "%s,%s", o, options);
+			}
+			setenv("USFT_OPTIONS", all ? all : options, 1);
+		}
+		signal(SIGINT, SIG_DFL);
+		signal(SIGQUIT, SIG_DFL);
+		execv(progpath, argv + optind);
+		fprintf(stderr, "usft: %s: %s\n", argv[optind], strerror(errno));
+		_exit(errno == ENOENT ? USFT_EXIT_NOTFOUND : USFT_EXIT_NOEXEC);
+	}
+	/* the terminal's ^C reaches PROG; we stay to write the summary */
+	signal(SIGINT, SIG_IGN);
+	signal(SIGQUIT, SIG_IGN);
+	while (waitpid(pid, &status, 0) < 0) {
+		if (errno != EINTR) {
+			fprintf(stderr, "usft: waitpid: %s\n", strerror(errno));
+			return USFT_EXIT_RECORD_FAIL;
+		}
+	}
+	if (WIFEXITED(status) && (WEXITSTATUS(status) == USFT_EXIT_NOTFOUND ||
+				  WEXITSTATUS(status) == USFT_EXIT_NOEXEC)) {
+		struct stat st;
+
+		/* exec failed in the child: nothing was written */
+		if (!stat(out_abs, &st) && st.st_size == 0)
+			return WEXITSTATUS(status);
+	}
+	if (!quiet)
+		print_summary(output, argv[optind]);
+	free(filter);
+	free(notrace_list);
+	free(graph);
+	free(options);
+	if (WIFSIGNALED(status))
+		return 128 + WTERMSIG(status);
+	return WEXITSTATUS(status);
+}
+
+/* ---- report, stat --------------------------------------------------------------- */
+
+static int cmd_report(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "input", required_argument, NULL, 'i' },
+		{ "format", required_argument, NULL, 'F' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "no-header", no_argument, NULL, 'N' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	const char *input = "usft.dat", *format = "text", *output = NULL;
+	unsigned int flags = 0;
+	struct usft_trace t;
+	FILE *out = stdout;
+	int c, r;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "i:F:o:h", lo, NULL)) != -1) {
+		switch (c) {
+		case 'i':
+			input = optarg;
+			break;
+		case 'F':
+			format = optarg;
+			break;
+		case 'o':
+			output = optarg;
+			break;
+		case 'N':
+			flags |= USFT_PRINT_NO_HEADER;
+			break;
+		case 'h':
+			usft_usage(stdout, "report");
+			return 0;
+		default:
+			return usft_usage_error("report", "bad option");
+		}
+	}
+	if (optind < argc)
+		return usft_usage_error("report", "unexpected argument '%s'", argv[optind]);
+	if (strcmp(format, "text") && strcmp(format, "json"))
+		return usft_usage_error("report", "unknown format '%s' (text, json)", format);
+	r = usft_trace_read(input, &t, true);
+	if (r) {
+		fprintf(stderr, "usft: %s: %s\n", input,
+			r == -EINVAL ? "not a usft trace file" : strerror(-r));
+		return USFT_EXIT_FAIL;
+	}
+	if (output && !(out = fopen(output, "w"))) {
+		fprintf(stderr, "usft: %s: %s\n", output, strerror(errno));
+		usft_trace_free(&t);
+		return USFT_EXIT_FAIL;
+	}
+	r = strcmp(format, "json") ? usft_print_text(out, &t, flags) : usft_print_json(out, &t, flags);
+	if (t.truncated)
+		fprintf(stderr, "usft: %s ends inside a chunk (a process died while writing)\n", input);
+	usft_trace_free(&t);
+	if (fflush(out) || (out != stdout && fclose(out)))
+		r = -1;
+	return r ? USFT_EXIT_FAIL : USFT_EXIT_OK;
+}
+
+static int cmd_stat(int argc, char **argv)
+{
+	if (argc > 1 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
+		usft_usage(stdout, "stat");
+		return 0;
+	}
+	if (argc > 1)
+		return usft_usage_error("stat", "unexpected argument '%s'", argv[1]);
+	usft_print_stat(stdout);
+	return fflush(stdout) ? USFT_EXIT_FAIL : USFT_EXIT_OK;
+}
+
+int main(int argc, char **argv)
+{
+	const char *cmd = argc > 1 ? argv[1] : NULL;
+
+	if (!cmd) {
+		usft_usage(stderr, NULL);
+		return USFT_EXIT_USAGE;
+	}
+	if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help")) {
+		usft_usage(stdout, NULL);
+		return 0;
+	}
+	if (!strcmp(cmd, "--version") || !strcmp(cmd, "-V")) {
+		printf("usft %s\n", usft_version());
+		return 0;
+	}
+	if (!strcmp(cmd, "help")) {
+		usft_usage(stdout, argc > 2 ? argv[2] : NULL);
+		return 0;
+	}
+	if (!strcmp(cmd, "record"))
+		return cmd_record(argc - 1, argv + 1);
+	if (!strcmp(cmd, "report"))
+		return cmd_report(argc - 1, argv + 1);
+	if (!strcmp(cmd, "list"))
+		return usft_cmd_list(argc - 1, argv + 1);
+	if (!strcmp(cmd, "stat"))
+		return cmd_stat(argc - 1, argv + 1);
+	fprintf(stderr, "usft: unknown command '%s'\n", cmd);
+	usft_usage(stderr, NULL);
+	return USFT_EXIT_USAGE;
+}

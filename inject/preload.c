@@ -1,0 +1,711 @@
+// SPDX-License-Identifier: MIT
+/*
+ * inject/preload.c - libusft-preload.so, the LD_PRELOAD shim `usft record`
+ * runs programs under (any program built with the patch flags; no relink).
+ *
+ * Constructor: read the USFT_* variables, start the tracer (tracers/).
+ * Destructor (and _exit/_Exit): stop it and finish the trace file.  The
+ * shim's destructor runs after the program's own (it was initialised
+ * before them), so their calls are traced too.
+ *
+ *   USFT_TRACER       function | function_graph | profile | nop
+ *   USFT_FILTER       globs to trace (-l), USFT_NOTRACE globs not to (-n)
+ *   USFT_GRAPH_FUNCS  function_graph below these functions only (-g)
+ *   USFT_MAX_DEPTH    function_graph depth limit (-D)
+ *   USFT_OUTPUT       trace file (default usft.dat), USFT_APPEND=1 keeps it
+ *   USFT_BUFFER_SIZE  ring bytes per thread (K/M/G suffixes), USFT_MAX_THREADS
+ *   USFT_PREFAULT=1   fault in the first thread's whole ring at start
+ *   USFT_CLOCK        auto | mono | counter
+ *   USFT_OPTIONS      runtime options (read by libusft itself)
+ * In a secure-execution program (set-uid, set-gid, capabilities:
+ * getauxval(AT_SECURE)) the shim does nothing at all.
+ *
+ * Interposers.  libusft's own sigaction/signal/dlclose carry the version
+ * USFT_0.1 and so only bind in programs linked with -lusft; here they are
+ * unversioned, bind to every caller and forward to libusft's (dlvsym).
+ * The shim also wraps what must see the real return addresses that the
+ * function_graph hook replaced (exceptions, backtrace(), pthread_exit()),
+ * what ends the process image (exec*, _exit) so the trace is written first,
+ * and dlopen()/dlclose() so functions of loaded objects are traced at once
+ * and named before they go.
+ */
+#include <alloca.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <limits.h>
+#include <link.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <unwind.h>
+#include <usft/fgraph.h>
+#include <usft/usft.h>
+#include "tracer.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+static int preload_secure;
+
+/* ---- forwarding to libusft's versioned interposers ---------------------- */
+
+typedef int (*sigaction_fn)(int, const struct sigaction *, struct sigaction *);
+typedef __sighandler_t (*signal_fn)(int, __sighandler_t);
+typedef int (*dlclose_fn)(void *);
+typedef void *(*dlopen_fn)(const char *, int);
+
+static sigaction_fn usft_sigaction_fn;
+static signal_fn usft_signal_fn;
+static dlclose_fn usft_dlclose_fn;
+static dlopen_fn real_dlopen_fn;
+
+static void *next_sym(const char *name)
+{
+	return dlsym(RTLD_NEXT, name);
+}
+
+struct load_order {
+	int libusft, libc, i;
+};
+
+static int order_cb(struct dl_phdr_info *info, size_t size, void *data)
+{
+	struct load_order *o = data;
+	const char *base = strrchr(info->dlpi_name, '/');
+
+	base = base ? base + 1 : info->dlpi_name;
+	if (o->libusft < 0 && !strncmp(base, "libusft.so", 10))
+		o->libusft = o->i;
+	if (o->libc < 0 && !strcmp(base, "libc.so.6"))
+		o->libc = o->i;
+	o->i++;
+	return 0;
+}
+
+/*
+ * libusft finds libc's sigaction/dlclose with dlsym(RTLD_NEXT), which only
+ * works when libusft comes before libc in the global scope.  As a mere
+ * dependency of this shim it comes after (`usft record` puts it in
+ * LD_PRELOAD to avoid that); then its wrappers cannot work and we call
+ * libc's functions directly, without signal contexts and dlclose ordering.
+ */
+static bool libusft_misplaced;
+
+static void resolve_hooks(void)
+{
+	struct load_order o = { -1, -1, 0 };
+	void *libc = NULL;
+
+	if (!real_dlopen_fn)
+		real_dlopen_fn = (dlopen_fn)next_sym("dlopen");
+	dl_iterate_phdr(order_cb, &o);
+	libusft_misplaced = o.libusft >= 0 && o.libc >= 0 && o.libusft > o.libc;
+	if (libusft_misplaced && real_dlopen_fn)
+		libc = real_dlopen_fn("libc.so.6", RTLD_LAZY | RTLD_NOLOAD);
+	if (libc) {
+		usft_sigaction_fn = (sigaction_fn)dlsym(libc, "sigaction");
+		usft_signal_fn = (signal_fn)dlsym(libc, "signal");
+		usft_dlclose_fn = (dlclose_fn)dlsym(libc, "dlclose");
+		/* the handle: a reference libc never gives up anyway */
+	}
+	if (!usft_sigaction_fn)
+		usft_sigaction_fn = (sigaction_fn)dlvsym(RTLD_DEFAULT, "sigaction", "USFT_0.1");
+	if (!usft_signal_fn)
+		usft_signal_fn = (signal_fn)dlvsym(RTLD_DEFAULT, "signal", "USFT_0.1");
+	if (!usft_dlclose_fn)
+		usft_dlclose_fn = (dlclose_fn)dlvsym(RTLD_DEFAULT, "dlclose", "USFT_0.1");
+}
+
+EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *oact)
+{
+	if (!usft_sigaction_fn)
+		resolve_hooks();
+	if (!usft_sigaction_fn) {
+		errno = ENOSYS;
+		return -1;
+	}
+	return usft_sigaction_fn(sig, act, oact);
+}
+
+EXPORT __sighandler_t signal(int sig, __sighandler_t handler)
+{
+	if (!usft_signal_fn)
+		resolve_hooks();
+	if (!usft_signal_fn) {
+		errno = ENOSYS;
+		return SIG_ERR;
+	}
+	return usft_signal_fn(sig, handler);
+}
+
+EXPORT int dlclose(void *handle)
+{
+	if (!usft_dlclose_fn)
+		resolve_hooks();
+	/* name everything the object's code produced before it goes */
+	usft_tracer_flush();
+	if (!usft_dlclose_fn)
+		return -1;
+	return usft_dlclose_fn(handle);
+}
+
+/* ---- dlopen --------------------------------------------------------------- */
+
+/*
+ * glibc searches a bare name in the DT_RPATH/DT_RUNPATH of the object that
+ * called dlopen(), which would now be this shim.  So for a bare name the
+ * caller's RPATH (when it has no RUNPATH) and RUNPATH are searched here
+ * first, in glibc's order; LD_LIBRARY_PATH, the cache and the default
+ * directories do not depend on the caller and are left to dlopen().
+ */
+static const char *dyn_str(struct link_map *lm, ElfW(Sxword) tag)
+{
+	const char *strtab = NULL;
+	ElfW(Xword) off = 0;
+	bool found = false;
+
+	for (ElfW(Dyn) *d = lm->l_ld; d && d->d_tag != DT_NULL; d++) {
+		if (d->d_tag == DT_STRTAB) {
+			ElfW(Addr) a = d->d_un.d_ptr;
+
+			/* glibc relocates d_ptr in place on most targets; not on all */
+			strtab = (const char *)(a < lm->l_addr ? a + lm->l_addr : a);
+		} else if (d->d_tag == tag) {
+			off = d->d_un.d_val;
+			found = true;
+		}
+	}
+	return found && strtab ? strtab + off : NULL;
+}
+
+static void object_dir(struct link_map *lm, char *dir, size_t len)
+{
+	char path[PATH_MAX];
+	const char *name = lm->l_name;
+	char *slash;
+
+	if (!name || !*name) {
+		ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
+
+		if (n <= 0) {
+			dir[0] = 0;
+			return;
+		}
+		path[n] = 0;
+	} else if (!realpath(name, path)) {
+		snprintf(path, sizeof(path), "%s", name);
+	}
+	slash = strrchr(path, '/');
+	if (slash)
+		*slash = 0;
+	snprintf(dir, len, "%s", path);
+}
+
+/* search one colon-separated list; Return: true with @out set when found */
+static bool search_list(const char *list, struct link_map *lm, const char *file,
+			char *out, size_t len)
+{
+	char origin[PATH_MAX] = "";
+	const char *p = list;
+
+	while (p && *p) {
+		const char *end = strchr(p, ':');
+		size_t n = end ? (size_t)(end - p) : strlen(p);
+		char dir[PATH_MAX], *o = dir;
+		size_t i = 0;
+		struct stat st;
+
+		while (i < n && (size_t)(o - dir) < sizeof(dir) - 1) {
+			if (lm && (!strncmp(p + i, "$ORIGIN", 7) || !strncmp(p + i, "${ORIGIN}", 9))) {
+				if (!origin[0])
+					object_dir(lm, origin, sizeof(origin));
+				o += snprintf(o, sizeof(dir) - (o - dir), "%s", origin);
+				i += p[i + 1] == '{' ? 9 : 7;
+				if ((size_t)(o - dir) >= sizeof(dir))
+					o = dir + sizeof(dir) - 1;
+			} else {
+				*o++ = p[i++];
+			}
+		}
+		*o = 0;
+		if (n && snprintf(out, len, "%s/%s", dir, file) < (int)len &&
+		    stat(out, &st) == 0 && S_ISREG(st.st_mode))
+			return true;
+		p = end ? end + 1 : NULL;
+	}
+	return false;
+}
+
+static bool in_ld_library_path(const char *file)
+{
+	const char *llp = getenv("LD_LIBRARY_PATH");
+	char path[PATH_MAX];
+
+	return llp && *llp && search_list(llp, NULL, file, path, sizeof(path));
+}
+
+static void *dlopen_like(const char *file, int mode, void *caller)
+{
+	char path[PATH_MAX];
+	struct link_map *lm = NULL, *main_map = NULL;
+	const char *rpath, *runpath;
+	Dl_info di;
+	void *h;
+
+	if (!file || strchr(file, '/'))
+		return real_dlopen_fn(file, mode);
+	/* already loaded (matched by name or soname, whatever the caller) */
+	h = real_dlopen_fn(file, RTLD_LAZY | RTLD_NOLOAD);
+	if (h) {
+		void *h2 = real_dlopen_fn(file, mode);
+
+		if (usft_dlclose_fn)
+			usft_dlclose_fn(h);
+		return h2;
+	}
+	if (!dladdr1(caller, &di, (void **)&lm, RTLD_DL_LINKMAP) || !lm)
+		return real_dlopen_fn(file, mode);
+	rpath = dyn_str(lm, DT_RPATH);
+	runpath = dyn_str(lm, DT_RUNPATH);
+	if (!runpath) {
+		if (rpath && search_list(rpath, lm, file, path, sizeof(path)))
+			return real_dlopen_fn(path, mode);
+		/* then the main program's DT_RPATH */
+		main_map = lm;
+		while (main_map->l_prev)
+			main_map = main_map->l_prev;
+		if (main_map != lm && !dyn_str(main_map, DT_RUNPATH)) {
+			const char *mr = dyn_str(main_map, DT_RPATH);
+
+			if (mr && search_list(mr, main_map, file, path, sizeof(path)))
+				return real_dlopen_fn(path, mode);
+		}
+	} else if (!in_ld_library_path(file) && search_list(runpath, lm, file, path, sizeof(path))) {
+		return real_dlopen_fn(path, mode);
+	}
+	return real_dlopen_fn(file, mode);
+}
+
+EXPORT void *dlopen(const char *file, int mode)
+{
+	void *caller = __builtin_extract_return_addr(__builtin_return_address(0));
+	int saved;
+	void *h;
+
+	if (!real_dlopen_fn)
+		resolve_hooks();
+	if (!real_dlopen_fn)
+		return NULL;
+	h = dlopen_like(file, mode, caller);
+	if (h) {
+		saved = errno;
+		usft_tracer_after_dlopen();
+		errno = saved;
+	}
+	return h;
+}
+
+/* ---- the end of a process image ------------------------------------------ */
+
+typedef int (*execve_fn)(const char *, char *const[], char *const[]);
+typedef int (*execv_fn)(const char *, char *const[]);
+typedef int (*fexecve_fn)(int, char *const[], char *const[]);
+typedef int (*execveat_fn)(int, const char *, char *const[], char *const[], int);
+
+static void before_exec(void)
+{
+	int saved = errno;
+
+	usft_tracer_drain();
+	errno = saved;
+}
+
+EXPORT int execve(const char *path, char *const argv[], char *const envp[])
+{
+	static execve_fn real;
+
+	if (!real)
+		real = (execve_fn)next_sym("execve");
+	before_exec();
+	return real(path, argv, envp);
+}
+
+EXPORT int execv(const char *path, char *const argv[])
+{
+	static execv_fn real;
+
+	if (!real)
+		real = (execv_fn)next_sym("execv");
+	before_exec();
+	return real(path, argv);
+}
+
+EXPORT int execvp(const char *file, char *const argv[])
+{
+	static execv_fn real;
+
+	if (!real)
+		real = (execv_fn)next_sym("execvp");
+	before_exec();
+	return real(file, argv);
+}
+
+EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
+{
+	static execve_fn real;
+
+	if (!real)
+		real = (execve_fn)next_sym("execvpe");
+	before_exec();
+	return real(file, argv, envp);
+}
+
+EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
+{
+	static fexecve_fn real;
+
+	if (!real)
+		real = (fexecve_fn)next_sym("fexecve");
+	before_exec();
+	return real(fd, argv, envp);
+}
+
+EXPORT int execveat(int dirfd, const char *path, char *const argv[], char *const envp[],
+		    int flags)
+{
+	static execveat_fn real;
+
+	if (!real)
+		real = (execveat_fn)next_sym("execveat");
+	if (!real) {
+		errno = ENOSYS;
+		return -1;
+	}
+	before_exec();
+	return real(dirfd, path, argv, envp, flags);
+}
+
+/* execl*: collect the variadic arguments, then the vector forms above */
+#define COLLECT_ARGS(arg0, ap, argv)						\
+	do {									\
+		size_t n_ = 1;							\
+		va_list c_;							\
+		va_copy(c_, ap);						\
+		while (va_arg(c_, char *))					\
+			n_++;							\
+		va_end(c_);							\
+		argv = alloca((n_ + 1) * sizeof(char *));			\
+		argv[0] = (char *)(arg0);					\
+		for (size_t i_ = 1; i_ <= n_; i_++)				\
+			argv[i_] = va_arg(ap, char *);				\
+	} while (0)
+
+EXPORT int execl(const char *path, const char *arg, ...)
+{
+	char **argv;
+	va_list ap;
+
+	va_start(ap, arg);
+	COLLECT_ARGS(arg, ap, argv);
+	va_end(ap);
+	return execv(path, argv);
+}
+
+EXPORT int execlp(const char *file, const char *arg, ...)
+{
+	char **argv;
+	va_list ap;
+
+	va_start(ap, arg);
+	COLLECT_ARGS(arg, ap, argv);
+	va_end(ap);
+	return execvp(file, argv);
+}
+
+EXPORT int execle(const char *path, const char *arg, ...)
+{
+	char **argv, **envp = NULL;
+	va_list ap;
+
+	va_start(ap, arg);
+	COLLECT_ARGS(arg, ap, argv);
+	envp = va_arg(ap, char **);
+	va_end(ap);
+	return execve(path, argv, envp);
+}
+
+EXPORT void _exit(int status)
+{
+	static void (*real)(int);
+
+	if (!real)
+		real = (void (*)(int))next_sym("_exit");
+	usft_tracer_stop();
+	real(status);
+	__builtin_unreachable();
+}
+
+EXPORT void _Exit(int status)
+{
+	_exit(status);
+}
+
+/* ---- what needs the real return addresses ------------------------------- */
+
+/*
+ * The function_graph hook leaves return_to_handler in the return slots of
+ * hooked frames; an unwinder cannot get past it.  Around every unwinder
+ * entry the real addresses are put back (usft_fgraph_unwind_begin()); when
+ * a C++ catch is entered, or the walk returns, frames at or below the
+ * current one are gone and the live ones get their hook back
+ * (usft_fgraph_unwind_end()).  The slot of our own return address bounds
+ * what is gone: everything called from our caller's frame.
+ */
+#define MY_RETURN_SLOT() ((unsigned long)__builtin_frame_address(0) + sizeof(void *))
+
+EXPORT _Unwind_Reason_Code _Unwind_RaiseException(struct _Unwind_Exception *exc)
+{
+	static _Unwind_Reason_Code (*real)(struct _Unwind_Exception *);
+	_Unwind_Reason_Code r;
+
+	if (!real)
+		real = (_Unwind_Reason_Code (*)(struct _Unwind_Exception *))
+			next_sym("_Unwind_RaiseException");
+	usft_fgraph_unwind_begin();
+	r = real(exc);
+	/* no handler: nothing was unwound */
+	usft_fgraph_unwind_end(MY_RETURN_SLOT());
+	return r;
+}
+
+EXPORT _Unwind_Reason_Code _Unwind_Resume_or_Rethrow(struct _Unwind_Exception *exc)
+{
+	static _Unwind_Reason_Code (*real)(struct _Unwind_Exception *);
+	_Unwind_Reason_Code r;
+
+	if (!real)
+		real = (_Unwind_Reason_Code (*)(struct _Unwind_Exception *))
+			next_sym("_Unwind_Resume_or_Rethrow");
+	usft_fgraph_unwind_begin();
+	r = real(exc);
+	usft_fgraph_unwind_end(MY_RETURN_SLOT());
+	return r;
+}
+
+EXPORT void _Unwind_Resume(struct _Unwind_Exception *exc)
+{
+	static void (*real)(struct _Unwind_Exception *);
+
+	if (!real)
+		real = (void (*)(struct _Unwind_Exception *))next_sym("_Unwind_Resume");
+	/* a cleanup in between may have rehooked frames (a nested catch) */
+	usft_fgraph_unwind_begin();
+	real(exc);
+	__builtin_unreachable();
+}
+
+EXPORT _Unwind_Reason_Code _Unwind_ForcedUnwind(struct _Unwind_Exception *exc,
+						_Unwind_Stop_Fn stop, void *arg)
+{
+	static _Unwind_Reason_Code (*real)(struct _Unwind_Exception *, _Unwind_Stop_Fn, void *);
+	_Unwind_Reason_Code r;
+
+	if (!real)
+		real = (_Unwind_Reason_Code (*)(struct _Unwind_Exception *, _Unwind_Stop_Fn, void *))
+			next_sym("_Unwind_ForcedUnwind");
+	usft_fgraph_unwind_begin();
+	r = real(exc, stop, arg);
+	usft_fgraph_unwind_end(MY_RETURN_SLOT());
+	return r;
+}
+
+EXPORT _Unwind_Reason_Code _Unwind_Backtrace(_Unwind_Trace_Fn fn, void *arg)
+{
+	static _Unwind_Reason_Code (*real)(_Unwind_Trace_Fn, void *);
+	_Unwind_Reason_Code r;
+
+	if (!real)
+		real = (_Unwind_Reason_Code (*)(_Unwind_Trace_Fn, void *))
+			next_sym("_Unwind_Backtrace");
+	usft_fgraph_unwind_begin();
+	r = real(fn, arg);
+	usft_fgraph_unwind_end(MY_RETURN_SLOT());
+	return r;
+}
+
+EXPORT void *__cxa_begin_catch(void *exc)
+{
+	static void *(*real)(void *);
+	void *r;
+
+	if (!real)
+		real = (void *(*)(void *))next_sym("__cxa_begin_catch");
+	r = real(exc);
+	/* we run in the catching frame: every frame below it is gone */
+	usft_fgraph_unwind_end(MY_RETURN_SLOT());
+	return r;
+}
+
+/*
+ * The personality routines decide, frame by frame, where phase 2 lands.
+ * When one installs a landing pad (a cleanup or a catch), every frame
+ * below the landing frame is gone: say so now, so calls the landing pad
+ * makes (destructors) are not shown inside frames that no longer exist.
+ * In phase 2 the context a personality routine gets still carries the CFA
+ * of the frame below the landing one (libgcc updates it after the call):
+ * that frame's return slot is the word under it.  Rehooking the live
+ * frames here is undone by _Unwind_Resume() if the unwind goes on.
+ */
+typedef _Unwind_Reason_Code (*personality_fn)(int, _Unwind_Action, _Unwind_Exception_Class,
+					      struct _Unwind_Exception *, struct _Unwind_Context *);
+
+static _Unwind_Reason_Code personality(personality_fn real, int version, _Unwind_Action actions,
+				       _Unwind_Exception_Class cls, struct _Unwind_Exception *exc,
+				       struct _Unwind_Context *ctx)
+{
+	static unsigned long (*get_cfa)(struct _Unwind_Context *);
+	_Unwind_Reason_Code r = real(version, actions, cls, exc, ctx);
+
+	if (r == _URC_INSTALL_CONTEXT && (actions & _UA_CLEANUP_PHASE)) {
+		if (!get_cfa)
+			get_cfa = (unsigned long (*)(struct _Unwind_Context *))
+				next_sym("_Unwind_GetCFA");
+		if (get_cfa)
+			usft_fgraph_unwind_end(get_cfa(ctx) - sizeof(void *));
+	}
+	return r;
+}
+
+EXPORT _Unwind_Reason_Code __gxx_personality_v0(int version, _Unwind_Action actions,
+						_Unwind_Exception_Class cls,
+						struct _Unwind_Exception *exc,
+						struct _Unwind_Context *ctx)
+{
+	static personality_fn real;
+
+	if (!real)
+		real = (personality_fn)next_sym("__gxx_personality_v0");
+	return personality(real, version, actions, cls, exc, ctx);
+}
+
+EXPORT _Unwind_Reason_Code __gcc_personality_v0(int version, _Unwind_Action actions,
+						_Unwind_Exception_Class cls,
+						struct _Unwind_Exception *exc,
+						struct _Unwind_Context *ctx)
+{
+	static personality_fn real;
+
+	if (!real)
+		real = (personality_fn)next_sym("__gcc_personality_v0");
+	return personality(real, version, actions, cls, exc, ctx);
+}
+
+/* glibc's backtrace() reaches libgcc through a private pointer, not the PLT */
+EXPORT int backtrace(void **buffer, int size)
+{
+	static int (*real)(void **, int);
+	int n;
+
+	if (!real)
+		real = (int (*)(void **, int))next_sym("backtrace");
+	usft_fgraph_unwind_begin();
+	n = real(buffer, size);
+	usft_fgraph_unwind_end(MY_RETURN_SLOT());
+	return n;
+}
+
+/* glibc's pthread_exit() also calls the unwinder through a private pointer */
+EXPORT void pthread_exit(void *retval)
+{
+	static void (*real)(void *);
+
+	if (!real)
+		real = (void (*)(void *))next_sym("pthread_exit");
+	usft_fgraph_unwind_begin();
+	real(retval);
+	__builtin_unreachable();
+}
+
+/* ---- start and stop --------------------------------------------------------- */
+
+static size_t parse_size(const char *s)
+{
+	char *end;
+	unsigned long long v;
+
+	if (!s || !*s)
+		return 0;
+	v = strtoull(s, &end, 0);
+	switch (*end) {
+	case 'k': case 'K': v <<= 10; break;
+	case 'm': case 'M': v <<= 20; break;
+	case 'g': case 'G': v <<= 30; break;
+	default: break;
+	}
+	return (size_t)v;
+}
+
+__attribute__((constructor)) static void usft_preload_init(void)
+{
+	struct usft_trace_opts o = { 0 };
+	char abs_out[PATH_MAX];
+	const char *v;
+	int ret;
+
+	if (getauxval(AT_SECURE)) {
+		preload_secure = 1;
+		return;
+	}
+	resolve_hooks();
+	o.tracer = getenv("USFT_TRACER");
+	if (!o.tracer || !*o.tracer)
+		return;
+	o.filter = getenv("USFT_FILTER");
+	o.notrace_list = getenv("USFT_NOTRACE");
+	o.graph_funcs = getenv("USFT_GRAPH_FUNCS");
+	o.clock = getenv("USFT_CLOCK");
+	o.output = getenv("USFT_OUTPUT");
+	if ((v = getenv("USFT_MAX_DEPTH")))
+		o.max_depth = atoi(v);
+	o.buffer_size = parse_size(getenv("USFT_BUFFER_SIZE"));
+	if ((v = getenv("USFT_MAX_THREADS")))
+		o.max_threads = (unsigned int)strtoul(v, NULL, 0);
+	o.append = (v = getenv("USFT_APPEND")) && !strcmp(v, "1");
+	o.prefault = (v = getenv("USFT_PREFAULT")) && !strcmp(v, "1");
+	if (!o.output || !*o.output)
+		o.output = USFT_TRACE_DEFAULT_FILE;
+	/* exec'd images and chdir() must find the same file */
+	if (o.output[0] != '/' && getcwd(abs_out, sizeof(abs_out)) &&
+	    strlen(abs_out) + strlen(o.output) + 2 < sizeof(abs_out)) {
+		strcat(abs_out, "/");
+		strcat(abs_out, o.output);
+		o.output = abs_out;
+	}
+	if (libusft_misplaced)
+		fprintf(stderr, "usft: libusft.so.0 loads after libc: put it in LD_PRELOAD right "
+			"after libusft-preload.so (signal contexts and dlclose handling are off)\n");
+	ret = usft_tracer_start(&o);
+	if (ret < 0) {
+		fprintf(stderr, "usft: %s tracer not started: %s\n", o.tracer, strerror(-ret));
+		return;
+	}
+	if (usft_tracer_active()) {
+		/* the next image of this process (exec) appends */
+		if (!o.append)
+			setenv("USFT_APPEND", "1", 1);
+		if (o.output == abs_out)
+			setenv("USFT_OUTPUT", abs_out, 1);
+	}
+}
+
+__attribute__((destructor)) static void usft_preload_fini(void)
+{
+	if (!preload_secure)
+		usft_tracer_stop();
+}

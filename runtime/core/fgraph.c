@@ -1,0 +1,749 @@
+// SPDX-License-Identifier: MIT
+/*
+ * core/fgraph.c - the function graph hook (kernel/trace/fgraph.c): an entry
+ * callback on top of an ordinary ftrace_ops, and a return callback reached
+ * by replacing the traced function's return address with return_to_handler
+ * (arch assembly) while the real one waits on a per-thread shadow stack.
+ *
+ * Shadow stacks come from one pool mapped (MAP_NORESERVE) at the first
+ * registration; a thread claims one with a CAS on first use (no allocation,
+ * lock or syscall inside the callback) and gives it back at thread exit
+ * through a pthread key destructor.  A frame records the real return
+ * address, the address of the slot it was taken from (retp, the kernel's
+ * "retp check"), the function, the entry time and which fgraph_ops want its
+ * return.
+ *
+ * Frames that are left without returning (longjmp, siglongjmp, exceptions
+ * the preload shim did not see, thread exit) are found by their retp:
+ *  - at entry, a new call that reuses a frame's return slot, or whose slot
+ *    is above a frame's slot on the same signal level, means that frame is
+ *    gone;
+ *  - at return, the frame whose retp is the slot just returned through is
+ *    searched from the top; frames above it are gone.
+ * Gone frames get their return callback with FGRAPH_RET_UNWOUND.
+ *
+ * A tail call keeps the caller's return slot, which already holds
+ * return_to_handler: the callee gets its own frame whose "real" return
+ * address is return_to_handler, so both frames return, innermost first,
+ * exactly as in the kernel.
+ *
+ * Signal safety: the shadow stack is changed only inside short sections
+ * marked by fgraph_task.busy; a signal handler whose traced calls land in
+ * such a section is not hooked (counted in overrun).  Entry callbacks run
+ * outside it, under the recursion bits of their signal level (recursion.c),
+ * so a handler can nest but a callback calling traced code cannot loop;
+ * return callbacks run inside it (what they call is not hooked).
+ *
+ * Known limits (docs/tracers.md): a handler running on a sigaltstack that
+ * the program installed without going through usft's sigaction() is at
+ * signal level 0 and may make frames of the interrupted code look gone;
+ * a thread cancelled with pthread_cancel() while hooked frames are on its
+ * stack skips the cleanups beyond the first hooked frame.
+ */
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <usft/fgraph.h>
+#include "core/internal.h"
+
+#if __has_include("asm/trace_clock.h")
+#include "asm/trace_clock.h"
+#define HAVE_ARCH_TRACE_CYCLES 1
+#else
+#define HAVE_ARCH_TRACE_CYCLES 0
+#endif
+
+/*
+ * return_to_handler lives in arch assembly (arch/<arch>/fgraph_entry.S).
+ * Weak so that an architecture that does not provide it yet still links;
+ * register_ftrace_graph() then returns -EOPNOTSUPP.
+ */
+extern const char return_to_handler[] __attribute__((weak));
+
+/* ---- trace clock (kernel trace_clock_local) ------------------------- */
+
+enum { CLOCK_KIND_MONO, CLOCK_KIND_COUNTER };
+
+static struct {
+	unsigned long long c0;	/* counter at the calibration point */
+	unsigned long long t0;	/* CLOCK_MONOTONIC ns at the same point */
+	unsigned long long mult;	/* ns per count << 32 */
+	int kind;
+} tclock;
+static pthread_once_t tclock_once = PTHREAD_ONCE_INIT;
+static int tclock_ready;
+static int tclock_want;		/* 0 auto, 1 mono, 2 counter */
+static pthread_mutex_t tclock_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static inline unsigned long long mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (unsigned long long)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+#if HAVE_ARCH_TRACE_CYCLES
+/* one (counter, ns) pair: the tightest bracket of 8 tries */
+static void clock_pair(unsigned long long *c, unsigned long long *t)
+{
+	unsigned long long best = ~0ULL;
+
+	for (int i = 0; i < 8; i++) {
+		unsigned long long a = mono_ns();
+		unsigned long long cc = arch_trace_cycles();
+		unsigned long long b = mono_ns();
+
+		if (b - a < best) {
+			best = b - a;
+			*c = cc;
+			*t = a + (b - a) / 2;
+		}
+	}
+}
+
+/*
+ * Events of one thread are put in time order across CPUs, so the counter
+ * must agree between CPUs: trust it when the kernel does, i.e. when it is
+ * the current clocksource (the kernel drops a counter it finds unsynchronised).
+ */
+static bool kernel_uses_counter(void)
+{
+	char buf[32] = "";
+	FILE *f = fopen("/sys/devices/system/clocksource/clocksource0/current_clocksource", "re");
+
+	if (!f)
+		return true;	/* no sysfs: the CPUID check alone */
+	if (!fgets(buf, sizeof(buf), f))
+		buf[0] = 0;
+	fclose(f);
+	buf[strcspn(buf, "\n")] = 0;
+	return !strcmp(buf, ARCH_TRACE_CLOCKSOURCE);
+}
+
+static bool tclock_calibrate_counter(void)
+{
+	unsigned long long c0, t0, c1, t1;
+
+	if (!arch_trace_cycles_usable() || (tclock_want != 2 && !kernel_uses_counter()))
+		return false;
+	clock_pair(&c0, &t0);
+	/* 2 ms window: a few ppm, i.e. microseconds per second of trace */
+	while (mono_ns() - t0 < 2000000)
+		;
+	clock_pair(&c1, &t1);
+	if (c1 <= c0 || t1 <= t0)
+		return false;
+	tclock.mult = ((t1 - t0) << 32) / (c1 - c0);
+	tclock.c0 = c1;
+	tclock.t0 = t1;
+	return tclock.mult != 0;
+}
+#else
+static bool tclock_calibrate_counter(void)
+{
+	return false;
+}
+#endif
+
+static void tclock_init(void)
+{
+	int kind = CLOCK_KIND_MONO;
+
+	if (tclock_want != 1 && tclock_calibrate_counter())
+		kind = CLOCK_KIND_COUNTER;
+	smp_store_release(&tclock.kind, kind);
+	smp_store_release(&tclock_ready, 1);
+}
+
+static __always_inline unsigned long long trace_clock_local(void)
+{
+#if HAVE_ARCH_TRACE_CYCLES
+	if (likely(tclock.kind == CLOCK_KIND_COUNTER)) {
+		long long d = (long long)(arch_trace_cycles() - tclock.c0);
+
+		return tclock.t0 + (unsigned long long)(((__int128)d * tclock.mult) >> 32);
+	}
+#endif
+	return mono_ns();
+}
+
+USFT_API unsigned long long usft_trace_clock(void)
+{
+	if (unlikely(!smp_load_acquire(&tclock_ready)))
+		pthread_once(&tclock_once, tclock_init);
+	return trace_clock_local();
+}
+
+USFT_API int usft_set_trace_clock(const char *name)
+{
+	int want, ret = 0;
+
+	if (!name)
+		return usft_err(-EINVAL);
+	if (!strcmp(name, "auto"))
+		want = 0;
+	else if (!strcmp(name, "mono"))
+		want = 1;
+	else if (!strcmp(name, "counter"))
+		want = 2;
+	else
+		return usft_err(-EINVAL);
+	pthread_mutex_lock(&tclock_lock);
+	pthread_once(&tclock_once, tclock_init);
+	tclock_want = want;
+	if (want == 1) {
+		WRITE_ONCE(tclock.kind, CLOCK_KIND_MONO);
+	} else if (tclock.kind != CLOCK_KIND_COUNTER) {
+		if (tclock_calibrate_counter())
+			smp_store_release(&tclock.kind, CLOCK_KIND_COUNTER);
+		else if (want == 2)
+			ret = -EOPNOTSUPP;
+	}
+	pthread_mutex_unlock(&tclock_lock);
+	return usft_err(ret);
+}
+
+USFT_API const char *usft_trace_clock_name(void)
+{
+	pthread_once(&tclock_once, tclock_init);
+	return READ_ONCE(tclock.kind) == CLOCK_KIND_COUNTER ? "counter" : "mono";
+}
+
+/* ---- shadow stacks --------------------------------------------------- */
+
+enum {
+	FRAME_HOOKED = 1 << 0,	/* *retp holds return_to_handler because of us */
+};
+
+struct fgraph_frame {
+	unsigned long ret;	/* the real return address (or return_to_handler: tail call) */
+	unsigned long retp;	/* where it was taken from */
+	unsigned long func;
+	unsigned long long calltime;
+	unsigned int mask;	/* fgraph_array indices that want the return */
+	unsigned short sig_depth;
+	unsigned short flags;
+};
+
+struct fgraph_task {
+	struct fgraph_frame *frames;
+	int top;		/* frames in use */
+	int busy;		/* inside a shadow stack update */
+	int slot;		/* pool index, -1 none */
+	int claiming;
+	unsigned int overrun;
+};
+
+static __thread struct fgraph_task fgraph_task __attribute__((tls_model("initial-exec")));
+
+#define FGRAPH_MAX_TASKS	4096
+#define FGRAPH_STACK_BYTES	(FGRAPH_STACK_DEPTH * sizeof(struct fgraph_frame))
+
+static struct fgraph_frame *fgraph_pool;	/* FGRAPH_MAX_TASKS stacks */
+static unsigned long fgraph_pool_map[FGRAPH_MAX_TASKS / 64];
+static unsigned int fgraph_pool_hint;
+static pthread_key_t fgraph_key;
+static struct fgraph_ops *fgraph_array[FGRAPH_ARRAY_SIZE];
+static unsigned int fgraph_next_idx;
+static int fgraph_nr_ops;
+static pthread_mutex_t fgraph_lock = PTHREAD_MUTEX_INITIALIZER;
+static unsigned long fgraph_no_stack;	/* threads that found the pool full */
+
+static void fgraph_release_stack(void *p)
+{
+	struct fgraph_task *t = &fgraph_task;
+	int slot = t->slot;
+
+	/*
+	 * Thread exit (key destructor).  Frames still on the stack never
+	 * return; a traced call made by a later destructor claims again.
+	 */
+	t->busy = 1;
+	barrier();
+	t->frames = NULL;
+	t->top = 0;
+	t->slot = -1;
+	if (slot >= 0)
+		__atomic_fetch_and(&fgraph_pool_map[slot / 64], ~(1UL << (slot % 64)),
+				   __ATOMIC_RELEASE);
+	barrier();
+	t->busy = 0;
+}
+
+static void fgraph_atfork_child(void)
+{
+	struct fgraph_task *t = &fgraph_task;
+
+	/* only this thread exists in the child: its stack stays, the rest is free */
+	memset(fgraph_pool_map, 0, sizeof(fgraph_pool_map));
+	if (t->frames && t->slot >= 0)
+		fgraph_pool_map[t->slot / 64] |= 1UL << (t->slot % 64);
+	pthread_mutex_init(&fgraph_lock, NULL);
+}
+
+/* called with fgraph_lock held */
+static int fgraph_pool_init(void)
+{
+	void *p;
+
+	if (fgraph_pool)
+		return 0;
+	p = mmap(NULL, (size_t)FGRAPH_MAX_TASKS * FGRAPH_STACK_BYTES, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (p == MAP_FAILED)
+		return -ENOMEM;
+	if (pthread_key_create(&fgraph_key, fgraph_release_stack)) {
+		munmap(p, (size_t)FGRAPH_MAX_TASKS * FGRAPH_STACK_BYTES);
+		return -EAGAIN;
+	}
+	pthread_atfork(NULL, NULL, fgraph_atfork_child);
+	smp_store_release(&fgraph_pool, (struct fgraph_frame *)p);
+	return 0;
+}
+
+/*
+ * First traced call of a thread: take a free stack (CAS on the bitmap).
+ * pthread_setspecific() on a key below PTHREAD_KEY_2NDLEVEL_SIZE does not
+ * allocate (the same assumption as usft_task_register()).
+ */
+static __attribute__((noinline)) int fgraph_claim_stack(struct fgraph_task *t)
+{
+	struct fgraph_frame *pool = smp_load_acquire(&fgraph_pool);
+	unsigned int start, i;
+	int saved = errno;
+
+	if (!pool || t->claiming)
+		return -1;
+	t->claiming = 1;
+	start = __atomic_fetch_add(&fgraph_pool_hint, 1, __ATOMIC_RELAXED);
+	for (i = 0; i < FGRAPH_MAX_TASKS; i++) {
+		unsigned int s = (start + i) % FGRAPH_MAX_TASKS;
+		unsigned long bit = 1UL << (s % 64);
+		unsigned long old = READ_ONCE(fgraph_pool_map[s / 64]);
+
+		if (old & bit)
+			continue;
+		if (!(__atomic_fetch_or(&fgraph_pool_map[s / 64], bit, __ATOMIC_ACQUIRE) & bit)) {
+			t->slot = (int)s;
+			t->top = 0;
+			t->frames = pool + (size_t)s * FGRAPH_STACK_DEPTH;
+			pthread_setspecific(fgraph_key, t);
+			t->claiming = 0;
+			errno = saved;
+			return 0;
+		}
+	}
+	__atomic_add_fetch(&fgraph_no_stack, 1, __ATOMIC_RELAXED);
+	t->claiming = 0;
+	errno = saved;
+	return -1;
+}
+
+static __always_inline unsigned int fgraph_sig_depth(void)
+{
+	return (unsigned int)usft_task.sig_depth;
+}
+
+/*
+ * recursion.c's trace_test_and_set_recursion(.., TRACE_FTRACE_START) and
+ * trace_clear_recursion(), inlined: the graph hook pays them on every call
+ * and return.  Same bits, same transition rule.
+ */
+static __always_inline int fgraph_recursion_lock(void)
+{
+	unsigned long val = usft_task.recursion;
+	int d = usft_task.sig_depth;
+	int bit = TRACE_FTRACE_START + TRACE_CTX_NORMAL - (d > 3 ? 3 : d);
+
+	if (unlikely(val & (1UL << bit))) {
+		bit = TRACE_FTRACE_START + TRACE_CTX_TRANSITION;
+		if (val & (1UL << bit))
+			return -1;
+	}
+	usft_task.recursion = val | (1UL << bit);
+	barrier();
+	return bit;
+}
+
+static __always_inline void fgraph_recursion_unlock(int bit)
+{
+	barrier();
+	usft_task.recursion &= ~(1UL << bit);
+}
+
+/*
+ * Run the return callbacks of a frame that was left without returning.
+ * @now: when that was noticed; the entry or return that noticed it uses
+ * the same time, so gone frames never sort after the event that ends them.
+ */
+static void fgraph_frame_gone(struct fgraph_task *t, const struct fgraph_frame *f, int depth,
+			      unsigned long long now)
+{
+	struct ftrace_graph_ret trace;
+	unsigned int mask = f->mask;
+
+	if (!mask)
+		return;
+	trace.func = f->func;
+	trace.retval = 0;
+	trace.depth = depth;
+	trace.overrun = t->overrun;
+	trace.calltime = f->calltime;
+	trace.rettime = now;
+	trace.flags = FGRAPH_RET_UNWOUND;
+	while (mask) {
+		int i = __builtin_ctz(mask);
+		struct fgraph_ops *gops = READ_ONCE(fgraph_array[i]);
+
+		mask &= mask - 1;
+		if (gops && gops->retfunc)
+			gops->retfunc(&trace, gops, NULL);
+	}
+}
+
+/*
+ * The entry hook: the callback of every fgraph_ops' ftrace_ops (kernel
+ * function_graph_enter_regs() + ftrace_push_return_trace()).
+ */
+static void fgraph_entry_func(unsigned long ip, unsigned long parent_ip,
+			      struct ftrace_ops *op, struct ftrace_regs *fregs)
+{
+	struct fgraph_ops *gops = container_of(op, struct fgraph_ops, ops);
+	struct fgraph_task *t = &fgraph_task;
+	const unsigned long rth = (unsigned long)return_to_handler;
+	struct ftrace_graph_ent trace;
+	struct fgraph_frame *f;
+	unsigned long *retp, ret;
+	unsigned long long now;
+	unsigned int sd;
+	int bit, top;
+
+	/* first: the counter's latency overlaps the bookkeeping below */
+	now = trace_clock_local();
+	bit = fgraph_recursion_lock();
+	if (bit < 0)
+		return;
+	if (unlikely(t->busy)) {
+		t->overrun++;
+		goto out_bit;
+	}
+	t->busy = 1;
+	barrier();
+	if (unlikely(!t->frames) && fgraph_claim_stack(t))
+		goto out;
+	retp = (unsigned long *)ftrace_regs_get_stack_pointer(fregs);
+	ret = READ_ONCE(*retp);
+	top = t->top;
+	sd = fgraph_sig_depth();
+	if (ret == rth) {
+		/*
+		 * Another fgraph_ops on the same invocation joins its frame;
+		 * otherwise this is a tail call from a hooked frame.
+		 */
+		f = top ? &t->frames[top - 1] : NULL;
+		if (f && f->retp == (unsigned long)retp && f->func == ip &&
+		    (f->flags & FRAME_HOOKED) && !(f->mask & (1U << gops->idx))) {
+			trace.func = ip;
+			trace.depth = top - 1;
+			trace.calltime = f->calltime;
+			barrier();
+			t->busy = 0;
+			if (!gops->entryfunc || gops->entryfunc(&trace, gops, fregs))
+				f->mask |= 1U << gops->idx;
+			goto out_bit;
+		}
+	} else {
+		/*
+		 * Frames are gone when this call reuses their return slot (at
+		 * any signal level: a live frame's slot holds return_to_handler,
+		 * a call just wrote a real address there), or when their slot
+		 * lies below this call's on the same signal level.  The first
+		 * rule also catches frames left by siglongjmp() out of a
+		 * handler, after which the signal level reads one too high.
+		 */
+		while (top && unlikely(t->frames[top - 1].retp <= (unsigned long)retp) &&
+		       (t->frames[top - 1].retp == (unsigned long)retp ||
+			t->frames[top - 1].sig_depth == sd)) {
+			top--;
+			t->top = top;
+			fgraph_frame_gone(t, &t->frames[top], top, now);
+		}
+	}
+	if (unlikely(top >= FGRAPH_STACK_DEPTH)) {
+		t->overrun++;
+		goto out;
+	}
+	f = &t->frames[top];
+	f->ret = ret;
+	f->retp = (unsigned long)retp;
+	f->func = ip;
+	f->calltime = now;
+	f->mask = 0;
+	f->sig_depth = (unsigned short)sd;
+	f->flags = 0;
+	t->top = top + 1;
+	barrier();
+	/*
+	 * The frame is reserved: a signal arriving now pushes above it.  The
+	 * entry callback runs outside the busy section so handlers nest.
+	 */
+	t->busy = 0;
+	trace.func = ip;
+	trace.depth = top;
+	trace.calltime = f->calltime;
+	if (gops->entryfunc && !gops->entryfunc(&trace, gops, fregs)) {
+		t->busy = 1;
+		barrier();
+		if (t->top == top + 1)
+			t->top = top;
+		goto out;
+	}
+	t->busy = 1;
+	barrier();
+	f->mask = 1U << gops->idx;
+	f->flags = FRAME_HOOKED;
+	barrier();
+	WRITE_ONCE(*retp, rth);
+out:
+	barrier();
+	t->busy = 0;
+out_bit:
+	fgraph_recursion_unlock(bit);
+}
+
+static __attribute__((noreturn, cold)) void fgraph_lost_return(unsigned long retp)
+{
+	pr_err("usft: fgraph: no shadow stack frame for return slot %#lx; cannot return\n", retp);
+	abort();
+}
+
+/*
+ * Called by return_to_handler with the return registers saved in @fregs
+ * (ax, dx, xmm0/1, bp, sp = the caller's stack pointer).  Returns where the
+ * traced function really returns to (kernel ftrace_return_to_handler()).
+ */
+__attribute__((visibility("hidden")))
+unsigned long fgraph_return_to_handler(struct ftrace_regs *fregs)
+{
+	struct fgraph_task *t = &fgraph_task;
+	struct ftrace_graph_ret trace;
+	struct fgraph_frame *f;
+	unsigned long retp, ret;
+	unsigned long long now;
+	unsigned int mask;
+	int i, top;
+
+	/*
+	 * A tasks-RCU reader section, as the callers' TASK_MARK/TASK_EXIT.
+	 * errno is not saved: nothing here changes it and return callbacks
+	 * must leave it alone (the contract of usft/fgraph.h).
+	 */
+	now = trace_clock_local();
+	usft_task.nest++;
+	barrier();
+	retp = ftrace_regs_get_stack_pointer(fregs) - sizeof(unsigned long);
+	t->busy++;
+	barrier();
+	top = t->top;
+	i = top - 1;
+	if (unlikely(i < 0 || t->frames[i].retp != retp)) {
+		for (; i >= 0; i--)
+			if (t->frames[i].retp == retp)
+				break;
+		if (unlikely(i < 0))
+			fgraph_lost_return(retp);
+		/* frames above the one returning were left without a return */
+		while (--top > i) {
+			t->top = top;
+			fgraph_frame_gone(t, &t->frames[top], top, now);
+		}
+	}
+	f = &t->frames[i];
+	ret = f->ret;
+	mask = f->mask;
+	if (likely(mask)) {
+		trace.func = f->func;
+		trace.calltime = f->calltime;
+	}
+	t->top = i;
+	/*
+	 * The return callbacks run inside the busy section: what they call
+	 * (and a signal handler arriving meanwhile) is not hooked, so a
+	 * callback calling traced code cannot loop.  The kernel instead
+	 * requires return callbacks to be notrace all the way down.
+	 */
+	if (likely(mask)) {
+		trace.retval = ftrace_regs_get_return_value(fregs);
+		trace.depth = i;
+		trace.overrun = t->overrun;
+		trace.rettime = now;
+		trace.flags = 0;
+		do {
+			int k = __builtin_ctz(mask);
+			struct fgraph_ops *gops = READ_ONCE(fgraph_array[k]);
+
+			mask &= mask - 1;
+			if (gops && gops->retfunc)
+				gops->retfunc(&trace, gops, fregs);
+		} while (mask);
+	}
+	barrier();
+	t->busy--;
+	if (--usft_task.nest == 0)
+		usft_task.gen++;
+	return ret;
+}
+
+USFT_API unsigned long ftrace_graph_ret_addr(struct task_struct *task, int *idx,
+					     unsigned long ret, unsigned long *retp)
+{
+	struct fgraph_task *t = &fgraph_task;
+
+	if (task || !return_to_handler || ret != (unsigned long)return_to_handler || !t->frames)
+		return ret;
+	for (int i = t->top - 1; i >= 0; i--) {
+		if (t->frames[i].retp != (unsigned long)retp)
+			continue;
+		ret = t->frames[i].ret;
+		if (ret != (unsigned long)return_to_handler)
+			return ret;	/* else a tail call: the next frame down has it */
+	}
+	return ret;
+}
+
+USFT_API void usft_fgraph_unwind_begin(void)
+{
+	struct fgraph_task *t = &fgraph_task;
+	const unsigned long rth = (unsigned long)return_to_handler;
+
+	if (!t->frames || !t->top)
+		return;
+	t->busy++;
+	barrier();
+	/* top down, so a tail-call pair ends with the outer frame's real address */
+	for (int i = t->top - 1; i >= 0; i--) {
+		struct fgraph_frame *f = &t->frames[i];
+		unsigned long *slot = (unsigned long *)f->retp;
+
+		if (!(f->flags & FRAME_HOOKED))
+			continue;
+		if (READ_ONCE(*slot) == rth)
+			WRITE_ONCE(*slot, f->ret);
+		f->flags &= ~FRAME_HOOKED;
+	}
+	barrier();
+	t->busy--;
+}
+
+USFT_API void usft_fgraph_unwind_end(unsigned long sp)
+{
+	struct fgraph_task *t = &fgraph_task;
+	const unsigned long rth = (unsigned long)return_to_handler;
+	unsigned long long now;
+	int top;
+
+	if (!t->frames || !t->top)
+		return;
+	t->busy++;
+	barrier();
+	top = t->top;
+	now = trace_clock_local();
+	while (top && t->frames[top - 1].retp <= sp) {
+		top--;
+		t->top = top;
+		fgraph_frame_gone(t, &t->frames[top], top, now);
+	}
+	/* bottom up, so a tail-call pair's slot ends up hooked */
+	for (int i = 0; i < top; i++) {
+		struct fgraph_frame *f = &t->frames[i];
+		unsigned long *slot = (unsigned long *)f->retp;
+
+		if ((f->flags & FRAME_HOOKED) || !f->mask)
+			continue;
+		if (READ_ONCE(*slot) == f->ret) {
+			WRITE_ONCE(*slot, rth);
+			f->flags |= FRAME_HOOKED;
+		}
+	}
+	barrier();
+	t->busy--;
+}
+
+/* ---- registration ---------------------------------------------------- */
+
+USFT_API int register_ftrace_graph(struct fgraph_ops *gops)
+{
+	int ret, idx = -1;
+
+	if (!gops)
+		return usft_err(-EINVAL);
+	if (!return_to_handler)
+		return usft_err(-EOPNOTSUPP);
+	ret = ftrace_lazy_init();
+	if (ret)
+		return usft_err(ret);
+	pthread_once(&tclock_once, tclock_init);
+	pthread_mutex_lock(&fgraph_lock);
+	if (gops->ops.flags & FTRACE_OPS_FL_ENABLED) {
+		ret = -EBUSY;
+		goto out;
+	}
+	ret = fgraph_pool_init();
+	if (ret)
+		goto out;
+	/* round robin, so frames of a removed fgraph_ops rarely meet a new one */
+	for (unsigned int n = 0; n < FGRAPH_ARRAY_SIZE; n++) {
+		unsigned int i = (fgraph_next_idx + n) % FGRAPH_ARRAY_SIZE;
+
+		if (!fgraph_array[i]) {
+			idx = (int)i;
+			break;
+		}
+	}
+	if (idx < 0) {
+		ret = -EBUSY;
+		goto out;
+	}
+	fgraph_next_idx = (unsigned int)idx + 1;
+	gops->idx = idx;
+	gops->ops.func = fgraph_entry_func;
+	gops->ops.flags |= FTRACE_OPS_FL_GRAPH;
+	smp_store_release(&fgraph_array[idx], gops);
+	ret = register_ftrace_function(&gops->ops);
+	if (ret) {
+		WRITE_ONCE(fgraph_array[idx], NULL);
+		gops->ops.flags &= ~FTRACE_OPS_FL_GRAPH;
+		goto out;
+	}
+	fgraph_nr_ops++;
+out:
+	pthread_mutex_unlock(&fgraph_lock);
+	return usft_err(ret);
+}
+
+USFT_API void unregister_ftrace_graph(struct fgraph_ops *gops)
+{
+	int idx;
+
+	if (!gops)
+		return;
+	pthread_mutex_lock(&fgraph_lock);
+	idx = gops->idx;
+	if (idx < 0 || idx >= FGRAPH_ARRAY_SIZE || fgraph_array[idx] != gops) {
+		pthread_mutex_unlock(&fgraph_lock);
+		return;
+	}
+	/* no entry callback runs after this (grace period inside) */
+	unregister_ftrace_function(&gops->ops);
+	WRITE_ONCE(fgraph_array[idx], NULL);
+	/* and no return callback: return_to_handler's C part is a reader section */
+	synchronize_rcu_tasks();
+	gops->ops.flags &= ~FTRACE_OPS_FL_GRAPH;
+	fgraph_nr_ops--;
+	pthread_mutex_unlock(&fgraph_lock);
+}

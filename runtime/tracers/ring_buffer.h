@@ -1,0 +1,215 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tracers/ring_buffer.h - per-thread lock-free ring buffers
+ * (kernel/trace/ring_buffer.c, per thread instead of per CPU).
+ *
+ * One pool is mapped (MAP_NORESERVE, so only touched pages cost memory) when
+ * tracing starts; a thread takes a slot with a CAS the first time it emits an
+ * event and hands it back at exit (pthread key destructor).  After that the
+ * hot path is: TLS load, a few stores, no atomics, no allocation, no lock,
+ * no syscall, errno untouched.
+ *
+ * Producer (the owning thread, and signal handlers nested on it):
+ *   nest++                            nesting level on this thread
+ *   reserve: head += size             (refused while an interrupted outer
+ *                                      reservation is in progress: lost)
+ *   write the words (masked, so an event may wrap)
+ *   outermost level: commit = head    (release), re-checked so a handler
+ *                                      that arrived during the commit is
+ *                                      published too
+ * Full ring: the event is dropped and counted in @lost (kernel ring buffer
+ * "lost events"); nothing is overwritten, nothing blocks.
+ *
+ * Consumer (the writer thread, or a flush): reads [consumed, commit) and
+ * then releases consumed.
+ */
+#ifndef USFT_RING_BUFFER_H
+#define USFT_RING_BUFFER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "trace_format.h"
+
+#ifndef likely
+#define likely(x)	__builtin_expect(!!(x), 1)
+#define unlikely(x)	__builtin_expect(!!(x), 0)
+#endif
+#define rb_barrier()	__asm__ __volatile__("" ::: "memory")
+
+enum usft_tbuf_state { TBUF_FREE, TBUF_CLAIMING, TBUF_LIVE, TBUF_DEAD };
+
+/* per-thread function profile entry (kernel struct ftrace_profile) */
+struct usft_prof_ent {
+	uint64_t ip;
+	uint64_t hits;
+	uint64_t time;
+	double time_sq;
+};
+
+struct usft_tbuf {
+	/* producer: the owning thread */
+	unsigned long head;
+	unsigned long commit;
+	unsigned long lost;
+	unsigned int nest;
+	unsigned int reserving;
+	unsigned int prof_busy;
+	unsigned int pad0;
+	const volatile unsigned int *cpu;	/* rseq cpu_id, or a constant "unknown" */
+	/*
+	 * function_graph: the last entry, kept back until the next entry
+	 * (then it is a parent and written alone) or its own return (then it
+	 * is a leaf: one 3-word LEAF event instead of entry + return).
+	 */
+	uint64_t pend_w0, pend_w1;		/* pend_w1 == 0: none */
+
+	/* consumer side */
+	unsigned long consumed __attribute__((aligned(64)));
+	unsigned long lost_seen;
+	int state;
+	int tid;
+	int task;			/* writer's task table index, -1 none yet */
+	int comm_valid;
+	char comm[16];
+	unsigned long populated;	/* ring bytes faulted in ahead (writer) */
+	unsigned long prefault_last;	/* head at the writer's last pass */
+
+	/* geometry, fixed when the pool is made */
+	unsigned long size;		/* ring bytes, a power of two */
+	unsigned long wmask;		/* ring words - 1 */
+	uint64_t *data;
+	struct usft_prof_ent *prof;
+	unsigned long prof_mask;
+	unsigned long prof_lost;
+};
+
+/* the calling thread's slot; NULL: none yet; USFT_TBUF_NONE: none possible */
+extern __thread struct usft_tbuf *usft_tbuf_self __attribute__((tls_model("initial-exec")));
+#define USFT_TBUF_NONE ((struct usft_tbuf *)1)
+
+struct usft_tbuf *usft_tbuf_claim(void);
+
+/* an event of a thread that has no slot: dropped, but counted */
+void usft_tbuf_no_slot_event(void);
+
+static inline __attribute__((always_inline)) struct usft_tbuf *usft_tbuf_get(void)
+{
+	struct usft_tbuf *b = usft_tbuf_self;
+
+	if (likely((unsigned long)b > 1))
+		return b;
+	if (b == USFT_TBUF_NONE) {
+		usft_tbuf_no_slot_event();
+		return NULL;
+	}
+	return usft_tbuf_claim();
+}
+
+static inline __attribute__((always_inline)) unsigned int usft_tbuf_cpu(struct usft_tbuf *b)
+{
+	return *b->cpu;
+}
+
+/* kernel rb_end_commit(): only the outermost level publishes */
+static inline __attribute__((always_inline)) void usft_tbuf_end(struct usft_tbuf *b)
+{
+	rb_barrier();
+	if (likely(b->nest == 1)) {
+		for (;;) {
+			unsigned long h = b->head;
+
+			__atomic_store_n(&b->commit, h, __ATOMIC_RELEASE);
+			rb_barrier();
+			b->nest = 0;
+			rb_barrier();
+			if (likely(b->head == h))
+				break;
+			/* a handler reserved while we published: publish again */
+			b->nest = 1;
+			rb_barrier();
+		}
+	} else {
+		b->nest--;
+	}
+}
+
+/* kernel rb_start_commit(): enter a (possibly nested) writing section */
+static inline __attribute__((always_inline)) void usft_tbuf_begin(struct usft_tbuf *b)
+{
+	b->nest++;
+	rb_barrier();
+}
+
+/*
+ * usft_tbuf_reserve() - one event of @n (2 to 4) words, inside a
+ * begin/end section.  Return: false when it was dropped (counted in lost):
+ * ring full, an interrupted reservation below, or nested deeper than four
+ * levels (which doubles as recursion protection).
+ */
+static inline __attribute__((always_inline)) bool
+usft_tbuf_reserve(struct usft_tbuf *b, uint64_t w0, uint64_t w1, uint64_t w2, uint64_t w3,
+		  unsigned int n)
+{
+	unsigned long head, i, m;
+	uint64_t *d;
+
+	if (unlikely(b->reserving || b->nest > 4))
+		goto lost;
+	b->reserving = 1;
+	rb_barrier();
+	head = b->head;
+	if (unlikely(head + n * 8 - __atomic_load_n(&b->consumed, __ATOMIC_ACQUIRE) > b->size)) {
+		b->reserving = 0;
+		goto lost;
+	}
+	b->head = head + n * 8;
+	rb_barrier();
+	b->reserving = 0;
+	rb_barrier();
+	d = b->data;
+	m = b->wmask;
+	i = head >> 3;
+	/* start the cache-line fill of what comes next (ring writes stream) */
+	__builtin_prefetch(&d[(i + 64) & m], 1, 0);
+	d[i & m] = w0;
+	d[(i + 1) & m] = w1;
+	if (n > 2)
+		d[(i + 2) & m] = w2;
+	if (n > 3)
+		d[(i + 3) & m] = w3;
+	return true;
+lost:
+	b->lost++;
+	return false;
+}
+
+/* usft_tbuf_write() - begin, one event, end */
+static inline __attribute__((always_inline)) bool
+usft_tbuf_write(struct usft_tbuf *b, uint64_t w0, uint64_t w1, uint64_t w2, unsigned int n)
+{
+	bool ok;
+
+	usft_tbuf_begin(b);
+	ok = usft_tbuf_reserve(b, w0, w1, w2, 0, n);
+	usft_tbuf_end(b);
+	return ok;
+}
+
+/* the graph tracer's entry not written yet (thread exit, stop): write it now */
+void usft_tbuf_flush_pending(struct usft_tbuf *b);
+
+/* pool (ring_buffer.c) */
+int usft_tbuf_pool_init(size_t ring_bytes, size_t prof_entries, unsigned int max_threads,
+			bool prefault_first);
+unsigned int usft_tbuf_pool_slots(void);
+struct usft_tbuf *usft_tbuf_slot(unsigned int i);
+void usft_tbuf_release(struct usft_tbuf *b);	/* consumer: DEAD -> FREE */
+void usft_tbuf_prefault(struct usft_tbuf *b);	/* consumer: ring pages ahead */
+void usft_tbuf_atfork_child(void);
+unsigned long usft_tbuf_no_slot(void);	/* events dropped: no slot for the thread */
+/* called at thread exit, after the slot is handed back (the writer's wake-up) */
+extern void (*usft_tbuf_exit_hook)(void);
+int usft_gettid(void);
+
+#endif /* USFT_RING_BUFFER_H */

@@ -1,0 +1,119 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tracers/trace_format.h - the trace file (usft.dat) and the event words the
+ * per-thread ring buffers hold.  Shared by the recorder (libusft-preload.so)
+ * and the reader (`usft report`).
+ *
+ * A file is a sequence of chunks, each written with one write() on an
+ * O_APPEND descriptor, so the processes of one recording (fork, exec) can
+ * share the file:
+ *
+ *   struct usft_chunk_hdr  (32 bytes, little-endian host order)
+ *   payload                (size bytes, a multiple of 8)
+ *
+ * A SESSION chunk starts a process image (a pid's chunks up to its next
+ * SESSION, e.g. after exec, belong to it).  Timestamps in events are
+ * nanoseconds relative to the session's base_ns (CLOCK_MONOTONIC line).
+ */
+#ifndef USFT_TRACE_FORMAT_H
+#define USFT_TRACE_FORMAT_H
+
+#include <stdint.h>
+
+#define USFT_TRACE_MAGIC	"USFT"
+#define USFT_TRACE_VERSION	1
+#define USFT_TRACE_DEFAULT_FILE	"usft.dat"
+
+enum usft_chunk_type {
+	USFT_CHUNK_SESSION = 1,	/* text lines "key=value\n" (tracer, comm, base_ns, ...) */
+	USFT_CHUNK_EVENTS = 2,	/* tid; arg = events lost just before these; event words */
+	USFT_CHUNK_TASK = 3,	/* tid; payload = thread name (NUL padded) */
+	USFT_CHUNK_SYMS = 4,	/* struct usft_sym_rec records */
+	USFT_CHUNK_PROFILE = 5,	/* struct usft_prof_rec records */
+	USFT_CHUNK_END = 6,	/* text lines: events, lost, threads */
+};
+
+struct usft_chunk_hdr {
+	char magic[4];
+	uint16_t version;
+	uint16_t type;
+	uint32_t pid;
+	uint32_t tid;
+	uint64_t size;		/* payload bytes */
+	uint64_t arg;
+};
+
+/* SYMS: an address (function site or return address) and what it is */
+struct usft_sym_rec {
+	uint64_t addr;
+	uint64_t offset;	/* addr - function start */
+	uint32_t namelen;	/* 0: unknown */
+	uint32_t pad;
+	/* char name[namelen], then NUL padding to 8 bytes */
+};
+
+/* PROFILE: one function of one process (threads merged) */
+struct usft_prof_rec {
+	uint64_t addr;
+	uint64_t hits;
+	uint64_t time_ns;	/* total, children included (kernel graph-time) */
+	double time_sq;		/* sum of squared durations, ns^2 */
+	uint32_t namelen;
+	uint32_t pad;
+	/* char name[namelen], NUL padding to 8 bytes */
+};
+
+/*
+ * Event words.  Word 0 of every event: timestamp and CPU; word 1: the
+ * function (its site address), the depth and the type; FUNC adds word 2.
+ *   w0 = ts_rel[51:0] | cpu[63:52]            (cpu 0xfff: unknown)
+ *   w1 = ip[47:0] | depth[59:48] | type[63:60]
+ *   w2 = parent ip                            (FUNC)
+ *        return time, 52 bits                 (GRAPH_LEAF*)
+ */
+#define EV_TS_MASK		((1ULL << 52) - 1)
+#define EV_CPU_SHIFT		52
+#define EV_CPU_UNKNOWN		0xfffU
+#define EV_IP_MASK		((1ULL << 48) - 1)
+#define EV_DEPTH_SHIFT		48
+#define EV_DEPTH_MAX		0xfffU
+#define EV_TYPE_SHIFT		60
+
+enum usft_ev_type {
+	EV_PAD = 0,		/* never written; a reader stops at it */
+	EV_FUNC = 1,		/* function tracer: 3 words */
+	EV_GRAPH_ENT = 2,	/* function_graph entry: 2 words */
+	EV_GRAPH_RET = 3,	/* function_graph return: 2 words */
+	EV_GRAPH_GONE = 4,	/* a frame left without returning (longjmp...): 2 words */
+	EV_GRAPH_LEAF = 5,	/* entry and return of a leaf: 3 words, w2 = return time */
+	EV_GRAPH_LEAF_GONE = 6,	/* the same, left without returning */
+};
+
+static inline unsigned int usft_ev_words(unsigned int type)
+{
+	switch (type) {
+	case EV_FUNC:
+	case EV_GRAPH_LEAF:
+	case EV_GRAPH_LEAF_GONE:
+		return 3;
+	case EV_GRAPH_ENT:
+	case EV_GRAPH_RET:
+	case EV_GRAPH_GONE:
+		return 2;
+	default:
+		return 0;
+	}
+}
+
+static inline uint64_t usft_ev_w0(uint64_t ts_rel, unsigned int cpu)
+{
+	return (ts_rel & EV_TS_MASK) | ((uint64_t)(cpu & EV_CPU_UNKNOWN) << EV_CPU_SHIFT);
+}
+
+static inline uint64_t usft_ev_w1(uint64_t ip, unsigned int depth, unsigned int type)
+{
+	return (ip & EV_IP_MASK) | ((uint64_t)(depth > EV_DEPTH_MAX ? EV_DEPTH_MAX : depth)
+				    << EV_DEPTH_SHIFT) | ((uint64_t)type << EV_TYPE_SHIFT);
+}
+
+#endif /* USFT_TRACE_FORMAT_H */

@@ -1,0 +1,223 @@
+// SPDX-License-Identifier: MIT
+/*
+ * tracers/trace_json.c - Chrome trace-event JSON (the format Perfetto and
+ * chrome://tracing load): process and thread names as metadata events,
+ * function_graph frames as B/E pairs per thread, function tracer calls as
+ * instant events, profiles as an extra "usftProfile" array.
+ *
+ * The B/E events of every thread nest: a return whose entry is not in the
+ * file (lost, or entered before a fork) is left out, and frames still open
+ * at the end of a thread are closed at its last timestamp.
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include "trace_read.h"
+
+static void json_str(FILE *out, const char *s)
+{
+	fputc('"', out);
+	for (; s && *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c == '"' || c == '\\')
+			fprintf(out, "\\%c", c);
+		else if (c < 0x20)
+			fprintf(out, "\\u%04x", c);
+		else
+			fputc(c, out);
+	}
+	fputc('"', out);
+}
+
+static void json_name(FILE *out, struct usft_trace *t, unsigned int sess, uint64_t addr)
+{
+	const char *n = usft_trace_sym(t, sess, addr, NULL);
+	char buf[32];
+
+	if (!n) {
+		snprintf(buf, sizeof(buf), "0x%" PRIx64, addr);
+		n = buf;
+	}
+	json_str(out, n);
+}
+
+/* microseconds with nanosecond precision */
+static void json_ts(FILE *out, uint64_t ns)
+{
+	fprintf(out, "%" PRIu64 ".%03" PRIu64, ns / 1000, ns % 1000);
+}
+
+/* a JSON thread is (pid, tid): after exec the same pair has a new session */
+struct jthread {
+	int pid;
+	uint32_t tid;
+	uint16_t sess;
+	unsigned int depth;		/* open B events */
+	uint64_t ip[EV_DEPTH_MAX + 1];
+	unsigned int d[EV_DEPTH_MAX + 1];	/* event depth of each open frame */
+	uint64_t last_ts;
+	struct jthread *next;
+};
+
+static struct jthread *jt_get(struct jthread **tab, size_t nb, int pid, uint32_t tid)
+{
+	size_t h = ((size_t)tid * 31 + (size_t)pid) % nb;
+	struct jthread *j;
+
+	for (j = tab[h]; j; j = j->next)
+		if (j->tid == tid && j->pid == pid)
+			return j;
+	j = calloc(1, sizeof(*j));
+	if (!j)
+		return NULL;
+	j->pid = pid;
+	j->tid = tid;
+	j->next = tab[h];
+	tab[h] = j;
+	return j;
+}
+
+static void ev_head(FILE *out, bool *first, const char *ph, struct usft_trace *t,
+		    unsigned int sess, uint32_t tid, uint64_t ts)
+{
+	fprintf(out, "%s\n{\"ph\":\"%s\",\"pid\":%d,\"tid\":%u,\"ts\":", *first ? "" : ",", ph,
+		t->sess[sess].pid, tid);
+	json_ts(out, ts);
+	*first = false;
+}
+
+/* frames still open when a thread's image ends (exec, exit): closed at its last event */
+static void close_open(FILE *out, bool *first, struct usft_trace *t, struct jthread *j)
+{
+	while (j->depth) {
+		j->depth--;
+		ev_head(out, first, "E", t, j->sess, j->tid, j->last_ts);
+		fputs(",\"cat\":\"function_graph\",\"name\":", out);
+		json_name(out, t, j->sess, j->ip[j->depth]);
+		fputs(",\"args\":{\"unfinished\":true}}", out);
+	}
+}
+
+int usft_print_json(FILE *out, struct usft_trace *t, unsigned int flags)
+{
+	const size_t nb = 1024;
+	struct jthread **tab = calloc(nb, sizeof(*tab));
+	const char *tracer = usft_trace_tracer(t);
+	bool first = true;
+
+	if (!tab)
+		return -1;
+	usft_trace_sort(t);
+	fprintf(out, "{\"traceEvents\":[");
+	for (size_t si = 0; si < t->nsess; si++) {
+		struct usft_rsession *s = &t->sess[si];
+
+		fprintf(out, "%s\n{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%d,\"args\":{\"name\":",
+			first ? "" : ",", s->pid);
+		json_str(out, s->comm ? s->comm : "?");
+		fputs("}}", out);
+		first = false;
+		for (size_t k = 0; k < s->ntasks; k++) {
+			fprintf(out, ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":%d,"
+				"\"args\":{\"name\":", s->pid, s->tasks[k].tid);
+			json_str(out, s->tasks[k].comm);
+			fputs("}}", out);
+		}
+	}
+	for (size_t i = 0; i < t->nev; i++) {
+		const struct usft_revent *e = &t->ev[i];
+		unsigned int type = usft_rev_type(e), depth = usft_rev_depth(e);
+		uint64_t ip = usft_rev_ip(e);
+		struct jthread *j = jt_get(tab, nb, t->sess[e->sess].pid, e->tid);
+
+		if (!j)
+			break;
+		if (j->sess != e->sess) {
+			close_open(out, &first, t, j);
+			j->sess = e->sess;
+		}
+		j->last_ts = e->ts;
+		switch (type) {
+		case EV_FUNC:
+			ev_head(out, &first, "i", t, e->sess, e->tid, e->ts);
+			fputs(",\"s\":\"t\",\"cat\":\"function\",\"name\":", out);
+			json_name(out, t, e->sess, ip);
+			fputs(",\"args\":{\"parent\":", out);
+			json_name(out, t, e->sess, e->aux);
+			fputs("}}", out);
+			break;
+		case EV_GRAPH_ENT:
+			if (j->depth > EV_DEPTH_MAX)
+				break;
+			ev_head(out, &first, "B", t, e->sess, e->tid, e->ts);
+			fputs(",\"cat\":\"function_graph\",\"name\":", out);
+			json_name(out, t, e->sess, ip);
+			fputs("}", out);
+			j->ip[j->depth] = ip;
+			j->d[j->depth] = depth;
+			j->depth++;
+			break;
+		case EV_GRAPH_RET:
+		case EV_GRAPH_GONE:
+			/* close only what is open, innermost first */
+			if (!j->depth || j->ip[j->depth - 1] != ip || j->d[j->depth - 1] != depth)
+				break;
+			j->depth--;
+			ev_head(out, &first, "E", t, e->sess, e->tid, e->ts);
+			fputs(",\"cat\":\"function_graph\",\"name\":", out);
+			json_name(out, t, e->sess, ip);
+			if (type == EV_GRAPH_GONE)
+				fputs(",\"args\":{\"unwound\":true}", out);
+			fputs("}", out);
+			break;
+		case EV_LOST:
+			ev_head(out, &first, "i", t, e->sess, e->tid, e->ts);
+			fprintf(out, ",\"s\":\"t\",\"cat\":\"usft\",\"name\":\"lost events\","
+				"\"args\":{\"lost\":%" PRIu64 "}}", e->aux);
+			break;
+		default:
+			break;
+		}
+	}
+	for (size_t h = 0; h < nb; h++) {
+		for (struct jthread *j = tab[h]; j; j = j->next)
+			close_open(out, &first, t, j);
+	}
+	fputs("\n],\n\"displayTimeUnit\":\"ns\",\n\"otherData\":{\"tracer\":", out);
+	json_str(out, tracer);
+	fprintf(out, ",\"events\":%" PRIu64 ",\"lost\":%" PRIu64 "}", t->events, t->lost);
+	if (!strcmp(tracer, "profile")) {
+		bool pf = true;
+
+		fputs(",\n\"usftProfile\":[", out);
+		for (size_t si = 0; si < t->nsess; si++) {
+			struct usft_rsession *s = &t->sess[si];
+
+			for (size_t k = 0; k < s->nprof; k++) {
+				const struct usft_rprof *p = &s->prof[k];
+
+				fprintf(out, "%s\n{\"pid\":%d,\"function\":", pf ? "" : ",", s->pid);
+				if (p->name)
+					json_str(out, p->name);
+				else
+					fprintf(out, "\"0x%" PRIx64 "\"", p->addr);
+				fprintf(out, ",\"hits\":%" PRIu64 ",\"time_ns\":%" PRIu64
+					",\"avg_ns\":%" PRIu64 "}", p->hits, p->time_ns,
+					p->hits ? p->time_ns / p->hits : 0);
+				pf = false;
+			}
+		}
+		fputs("\n]", out);
+	}
+	fputs("\n}\n", out);
+	for (size_t h = 0; h < nb; h++)
+		while (tab[h]) {
+			struct jthread *n = tab[h]->next;
+
+			free(tab[h]);
+			tab[h] = n;
+		}
+	free(tab);
+	return ferror(out) ? -1 : 0;
+}

@@ -1,0 +1,492 @@
+// SPDX-License-Identifier: MIT
+/*
+ * tracers/trace_read.c - parse a trace file (trace_format.h) into sessions,
+ * names and events.  Untrusted input: every size is checked against what is
+ * left; a chunk cut short at the end of the file (a process that died while
+ * writing) ends the read with t->truncated set.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "trace_read.h"
+
+static char *dupn(const char *s, size_t n)
+{
+	char *p = malloc(n + 1);
+
+	if (p) {
+		memcpy(p, s, n);
+		p[n] = 0;
+	}
+	return p;
+}
+
+static int read_full(int fd, void *buf, size_t len)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t r = read(fd, (char *)buf + done, len - done);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -errno;
+		if (r == 0)
+			return (int)done == 0 ? 0 : 1;	/* 1: short */
+		done += (size_t)r;
+	}
+	return 2;	/* complete */
+}
+
+static void session_set(struct usft_rsession *s, const char *key, size_t klen,
+			const char *val, size_t vlen)
+{
+#define KEY(k) (klen == sizeof(k) - 1 && !memcmp(key, k, klen))
+	char **dst = NULL;
+
+	if (KEY("tracer"))
+		dst = &s->tracer;
+	else if (KEY("comm"))
+		dst = &s->comm;
+	else if (KEY("exe"))
+		dst = &s->exe;
+	else if (KEY("cmdline"))
+		dst = &s->cmdline;
+	else if (KEY("clock"))
+		dst = &s->clock;
+	else if (KEY("unmatched"))
+		dst = &s->unmatched;
+	else if (KEY("version"))
+		dst = &s->version;
+	if (dst) {
+		free(*dst);
+		*dst = dupn(val, vlen);
+		return;
+	}
+	if (KEY("ppid"))
+		s->ppid = atoi(val);
+	else if (KEY("base_ns"))
+		s->base_ns = strtoull(val, NULL, 10);
+	else if (KEY("nr_cpus"))
+		s->nr_cpus = atoi(val);
+#undef KEY
+}
+
+static void parse_session(struct usft_rsession *s, const char *text, size_t len)
+{
+	const char *p = text, *end = text + len;
+
+	while (p < end && *p) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		const char *eol = nl ? nl : end;
+		const char *eq = memchr(p, '=', (size_t)(eol - p));
+
+		if (eq) {
+			/* numbers are parsed in place: make them NUL-terminated copies */
+			char *v = dupn(eq + 1, (size_t)(eol - eq - 1));
+
+			if (v) {
+				session_set(s, p, (size_t)(eq - p), v, strlen(v));
+				free(v);
+			}
+		}
+		p = nl ? nl + 1 : end;
+	}
+}
+
+static struct usft_rsession *new_session(struct usft_trace *t, int pid)
+{
+	struct usft_rsession *s;
+	void *p = realloc(t->sess, (t->nsess + 1) * sizeof(*t->sess));
+
+	if (!p)
+		return NULL;
+	t->sess = p;
+	s = &t->sess[t->nsess++];
+	memset(s, 0, sizeof(*s));
+	s->pid = pid;
+	s->nr_cpus = 1;
+	return s;
+}
+
+static int find_session(struct usft_trace *t, int pid)
+{
+	for (size_t i = t->nsess; i > 0; i--)
+		if (t->sess[i - 1].pid == pid)
+			return (int)(i - 1);
+	return -1;
+}
+
+static void add_sym(struct usft_rsession *s, uint64_t addr, uint64_t off, const char *name,
+		    size_t len)
+{
+	if (s->nsyms == s->symcap) {
+		size_t cap = s->symcap ? s->symcap * 2 : 1024;
+		void *p = realloc(s->syms, cap * sizeof(*s->syms));
+
+		if (!p)
+			return;
+		s->syms = p;
+		s->symcap = cap;
+	}
+	s->syms[s->nsyms++] = (struct usft_rsym){ addr, off, len ? dupn(name, len) : NULL };
+	s->syms_sorted = false;
+}
+
+static void parse_syms(struct usft_rsession *s, const char *buf, size_t len)
+{
+	size_t off = 0;
+
+	while (off + sizeof(struct usft_sym_rec) <= len) {
+		struct usft_sym_rec r;
+		size_t rec;
+
+		memcpy(&r, buf + off, sizeof(r));
+		rec = sizeof(r) + (((size_t)r.namelen + 8) & ~7UL);
+		if (r.namelen > 65536 || off + rec > len)
+			return;
+		add_sym(s, r.addr, r.offset, buf + off + sizeof(r), r.namelen);
+		off += rec;
+	}
+}
+
+static void parse_profile(struct usft_rsession *s, const char *buf, size_t len)
+{
+	size_t off = 0;
+
+	/* a later snapshot replaces an earlier one */
+	for (size_t i = 0; i < s->nprof; i++)
+		free(s->prof[i].name);
+	free(s->prof);
+	s->prof = NULL;
+	s->nprof = 0;
+	while (off + sizeof(struct usft_prof_rec) <= len) {
+		struct usft_prof_rec r;
+		size_t rec;
+		void *p;
+
+		memcpy(&r, buf + off, sizeof(r));
+		rec = sizeof(r) + (((size_t)r.namelen + 8) & ~7UL);
+		if (r.namelen > 65536 || off + rec > len)
+			return;
+		p = realloc(s->prof, (s->nprof + 1) * sizeof(*s->prof));
+		if (!p)
+			return;
+		s->prof = p;
+		s->prof[s->nprof++] = (struct usft_rprof){
+			r.addr, r.hits, r.time_ns, r.time_sq,
+			r.namelen ? dupn(buf + off + sizeof(r), r.namelen) : NULL };
+		off += rec;
+	}
+}
+
+static void set_task(struct usft_rsession *s, int tid, const char *comm)
+{
+	size_t i;
+
+	for (i = 0; i < s->ntasks; i++)
+		if (s->tasks[i].tid == tid)
+			break;
+	if (i == s->ntasks) {
+		if (s->ntasks == s->taskcap) {
+			size_t cap = s->taskcap ? s->taskcap * 2 : 16;
+			void *p = realloc(s->tasks, cap * sizeof(*s->tasks));
+
+			if (!p)
+				return;
+			s->tasks = p;
+			s->taskcap = cap;
+		}
+		s->ntasks++;
+	}
+	s->tasks[i].tid = tid;
+	memcpy(s->tasks[i].comm, comm, 15);
+	s->tasks[i].comm[15] = 0;
+}
+
+static struct usft_revent *push_event(struct usft_trace *t)
+{
+	if (t->nev == t->evcap) {
+		size_t cap = t->evcap ? t->evcap * 2 : 65536;
+		void *p = realloc(t->ev, cap * sizeof(*t->ev));
+
+		if (!p)
+			return NULL;
+		t->ev = p;
+		t->evcap = cap;
+	}
+	return &t->ev[t->nev++];
+}
+
+static void parse_events(struct usft_trace *t, int si, int tid, uint64_t lost,
+			 const uint64_t *w, size_t nwords, bool load)
+{
+	struct usft_rsession *s = &t->sess[si];
+	size_t i = 0;
+
+	if (lost) {
+		s->lost += lost;
+		t->lost += lost;
+		if (load) {
+			struct usft_revent *e = push_event(t);
+
+			if (e) {
+				uint64_t ts = nwords >= 2 ? s->base_ns + (w[0] & EV_TS_MASK) : s->base_ns;
+
+				*e = (struct usft_revent){ .ts = ts, .w1 = (uint64_t)EV_LOST << EV_TYPE_SHIFT,
+					.aux = lost, .tid = (uint32_t)tid, .seq = (uint32_t)t->nev,
+					.sess = (uint16_t)si, .cpu = 0 };
+			}
+		}
+	}
+	while (i + 2 <= nwords) {
+		unsigned int type = (unsigned int)(w[i + 1] >> EV_TYPE_SHIFT);
+		unsigned int n = usft_ev_words(type);
+
+		if (!n || i + n > nwords)
+			break;
+		s->events++;
+		t->events++;
+		if (load) {
+			struct usft_revent *e = push_event(t);
+
+			if (!e)
+				return;
+			e->ts = s->base_ns + (w[i] & EV_TS_MASK);
+			e->cpu = (uint16_t)(w[i] >> EV_CPU_SHIFT);
+			e->w1 = w[i + 1];
+			e->aux = n == 3 ? w[i + 2] : 0;
+			e->tid = (uint32_t)tid;
+			e->seq = (uint32_t)t->nev;
+			e->sess = (uint16_t)si;
+			if (type == EV_GRAPH_LEAF || type == EV_GRAPH_LEAF_GONE) {
+				/* a leaf is an entry and a return: the readers see both */
+				struct usft_revent *r = push_event(t);
+				uint64_t keep = (EV_IP_MASK | ((uint64_t)EV_DEPTH_MAX << EV_DEPTH_SHIFT));
+
+				if (!r)
+					return;
+				e = &t->ev[t->nev - 2];
+				*r = *e;
+				r->seq = (uint32_t)(t->nev - 1);
+				r->ts = s->base_ns + (e->aux & EV_TS_MASK);
+				r->w1 = (e->w1 & keep) | ((uint64_t)(type == EV_GRAPH_LEAF ? EV_GRAPH_RET :
+								 EV_GRAPH_GONE) << EV_TYPE_SHIFT);
+				e->w1 = (e->w1 & keep) | ((uint64_t)EV_GRAPH_ENT << EV_TYPE_SHIFT);
+				e->aux = 0;
+				r->aux = 0;
+			}
+		}
+		if (type == EV_GRAPH_LEAF || type == EV_GRAPH_LEAF_GONE) {
+			/* one record, but an entry and a return, as the kernel counts */
+			s->events++;
+			t->events++;
+		}
+		i += n;
+	}
+}
+
+int usft_trace_read(const char *path, struct usft_trace *t, bool load_events)
+{
+	struct usft_chunk_hdr h;
+	char *buf = NULL;
+	size_t cap = 0;
+	int fd, ret = 0, chunks = 0;
+
+	memset(t, 0, sizeof(*t));
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	for (;;) {
+		int r = read_full(fd, &h, sizeof(h));
+		int si;
+
+		if (r == 0)
+			break;
+		if (r < 0) {
+			ret = r;
+			break;
+		}
+		if (r == 1 || memcmp(h.magic, USFT_TRACE_MAGIC, 4) || h.version != USFT_TRACE_VERSION ||
+		    h.size > (1ULL << 40)) {
+			if (!chunks)
+				ret = -EINVAL;
+			else
+				t->truncated = true;
+			break;
+		}
+		if (h.size > cap) {
+			char *p = realloc(buf, h.size + 8);
+
+			if (!p) {
+				ret = -ENOMEM;
+				break;
+			}
+			buf = p;
+			cap = h.size;
+		}
+		r = h.size ? read_full(fd, buf, h.size) : 2;
+		if (r < 0) {
+			ret = r;
+			break;
+		}
+		if (r != 2) {
+			t->truncated = true;
+			break;
+		}
+		chunks++;
+		buf[h.size] = 0;
+		if (h.type == USFT_CHUNK_SESSION) {
+			struct usft_rsession *s = new_session(t, (int)h.pid);
+
+			if (s)
+				parse_session(s, buf, h.size);
+			continue;
+		}
+		si = find_session(t, (int)h.pid);
+		if (si < 0)
+			continue;	/* no SESSION for this pid: nothing to name it with */
+		switch (h.type) {
+		case USFT_CHUNK_EVENTS:
+			parse_events(t, si, (int)h.tid, h.arg, (const uint64_t *)buf, h.size / 8,
+				     load_events);
+			break;
+		case USFT_CHUNK_TASK:
+			set_task(&t->sess[si], (int)h.tid, buf);
+			break;
+		case USFT_CHUNK_SYMS:
+			parse_syms(&t->sess[si], buf, h.size);
+			break;
+		case USFT_CHUNK_PROFILE:
+			parse_profile(&t->sess[si], buf, h.size);
+			break;
+		case USFT_CHUNK_END: {
+			/* events of threads that found no ring slot count as lost */
+			const char *ns = strstr(buf, "no_slot=");
+			uint64_t n = ns ? strtoull(ns + 8, NULL, 10) : 0;
+			struct usft_rsession *s = &t->sess[si];
+
+			if (n > s->no_slot) {
+				s->lost += n - s->no_slot;
+				t->lost += n - s->no_slot;
+				s->no_slot = n;
+			}
+			s->ended = true;
+			break;
+		}
+		default:
+			break;
+		}
+	}
+	free(buf);
+	close(fd);
+	if (ret)
+		usft_trace_free(t);
+	return ret;
+}
+
+void usft_trace_free(struct usft_trace *t)
+{
+	for (size_t i = 0; i < t->nsess; i++) {
+		struct usft_rsession *s = &t->sess[i];
+
+		free(s->tracer);
+		free(s->comm);
+		free(s->exe);
+		free(s->cmdline);
+		free(s->clock);
+		free(s->unmatched);
+		free(s->version);
+		for (size_t k = 0; k < s->nsyms; k++)
+			free(s->syms[k].name);
+		free(s->syms);
+		free(s->tasks);
+		for (size_t k = 0; k < s->nprof; k++)
+			free(s->prof[k].name);
+		free(s->prof);
+	}
+	free(t->sess);
+	free(t->ev);
+	memset(t, 0, sizeof(*t));
+}
+
+static int ev_cmp(const void *a, const void *b)
+{
+	const struct usft_revent *x = a, *y = b;
+
+	if (x->ts != y->ts)
+		return x->ts < y->ts ? -1 : 1;
+	if (x->sess != y->sess)
+		return x->sess < y->sess ? -1 : 1;
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+void usft_trace_sort(struct usft_trace *t)
+{
+	if (!t->sorted && t->nev)
+		qsort(t->ev, t->nev, sizeof(*t->ev), ev_cmp);
+	t->sorted = true;
+}
+
+static int sym_cmp(const void *a, const void *b)
+{
+	const struct usft_rsym *x = a, *y = b;
+
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+const char *usft_trace_sym(struct usft_trace *t, unsigned int sess, uint64_t addr,
+			   uint64_t *offset)
+{
+	struct usft_rsession *s;
+	size_t lo = 0, hi;
+
+	if (sess >= t->nsess)
+		return NULL;
+	s = &t->sess[sess];
+	if (!s->syms_sorted) {
+		qsort(s->syms, s->nsyms, sizeof(*s->syms), sym_cmp);
+		s->syms_sorted = true;
+	}
+	hi = s->nsyms;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (s->syms[mid].addr < addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < s->nsyms && s->syms[lo].addr == addr) {
+		if (offset)
+			*offset = s->syms[lo].offset;
+		return s->syms[lo].name;
+	}
+	return NULL;
+}
+
+const char *usft_trace_comm(struct usft_trace *t, unsigned int sess, int tid)
+{
+	struct usft_rsession *s;
+
+	if (sess >= t->nsess)
+		return "<...>";
+	s = &t->sess[sess];
+	for (size_t i = 0; i < s->ntasks; i++)
+		if (s->tasks[i].tid == tid)
+			return s->tasks[i].comm;
+	return s->comm ? s->comm : "<...>";
+}
+
+const char *usft_trace_tracer(const struct usft_trace *t)
+{
+	for (size_t i = 0; i < t->nsess; i++)
+		if (t->sess[i].tracer && *t->sess[i].tracer)
+			return t->sess[i].tracer;
+	return "nop";
+}

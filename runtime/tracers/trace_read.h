@@ -1,0 +1,116 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tracers/trace_read.h - reading a trace file back (`usft report`, the
+ * summary of `usft record`) and printing it in the kernel's text formats
+ * (trace_output.c) or as Chrome trace-event JSON (trace_json.c).
+ */
+#ifndef USFT_TRACE_READ_H
+#define USFT_TRACE_READ_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include "trace_format.h"
+
+/* reader-only pseudo event: @aux events of this thread were lost here */
+#define EV_LOST 15
+
+struct usft_rsym {
+	uint64_t addr;
+	uint64_t offset;
+	char *name;		/* NULL: unknown */
+};
+
+struct usft_rtask {
+	int tid;
+	char comm[16];
+};
+
+struct usft_rprof {
+	uint64_t addr;
+	uint64_t hits;
+	uint64_t time_ns;
+	double time_sq;
+	char *name;
+};
+
+/* one process image: a SESSION chunk and what followed it for that pid */
+struct usft_rsession {
+	int pid, ppid;
+	char *tracer, *comm, *exe, *cmdline, *clock, *unmatched, *version;
+	uint64_t base_ns;
+	int nr_cpus;
+	struct usft_rsym *syms;
+	size_t nsyms, symcap;
+	bool syms_sorted;
+	struct usft_rtask *tasks;
+	size_t ntasks, taskcap;
+	struct usft_rprof *prof;
+	size_t nprof;
+	uint64_t events, lost;	/* counted while reading */
+	uint64_t no_slot;	/* events dropped for want of a ring (END) */
+	bool ended;		/* an END chunk was seen */
+};
+
+struct usft_revent {
+	uint64_t ts;		/* absolute ns (CLOCK_MONOTONIC line) */
+	uint64_t w1;		/* ip | depth | type, as in the file */
+	uint64_t aux;		/* FUNC: parent ip; EV_LOST: count */
+	uint32_t tid;
+	uint32_t seq;		/* file order */
+	uint16_t sess;
+	uint16_t cpu;
+	uint32_t pad;
+};
+
+static inline unsigned int usft_rev_type(const struct usft_revent *e)
+{
+	return (unsigned int)(e->w1 >> EV_TYPE_SHIFT);
+}
+
+static inline uint64_t usft_rev_ip(const struct usft_revent *e)
+{
+	return e->w1 & EV_IP_MASK;
+}
+
+static inline unsigned int usft_rev_depth(const struct usft_revent *e)
+{
+	return (unsigned int)((e->w1 >> EV_DEPTH_SHIFT) & EV_DEPTH_MAX);
+}
+
+struct usft_trace {
+	struct usft_rsession *sess;
+	size_t nsess;
+	struct usft_revent *ev;
+	size_t nev, evcap;
+	uint64_t events, lost;	/* totals */
+	bool truncated;		/* the file ends inside a chunk */
+	bool sorted;
+};
+
+/**
+ * usft_trace_read() - parse @path.  With @load_events false only the
+ * counters, sessions, names and profiles are kept.
+ * Return: 0, -errno (open/read), -EINVAL (not a usft trace file).
+ */
+int usft_trace_read(const char *path, struct usft_trace *t, bool load_events);
+void usft_trace_free(struct usft_trace *t);
+/* order events by time (stable per thread) */
+void usft_trace_sort(struct usft_trace *t);
+
+const char *usft_trace_sym(struct usft_trace *t, unsigned int sess, uint64_t addr,
+			   uint64_t *offset);
+const char *usft_trace_comm(struct usft_trace *t, unsigned int sess, int tid);
+/* the tracer of the file (of its first session), "nop" if none */
+const char *usft_trace_tracer(const struct usft_trace *t);
+
+/* trace_output.c, trace_json.c */
+enum usft_print_flags {
+	USFT_PRINT_NO_HEADER = 1 << 0,
+};
+int usft_print_text(FILE *out, struct usft_trace *t, unsigned int flags);
+int usft_print_json(FILE *out, struct usft_trace *t, unsigned int flags);
+/* kernel trace_print_graph_duration(): "1234.567 us " padded */
+void usft_format_duration(char *buf, size_t len, uint64_t ns);
+
+#endif /* USFT_TRACE_READ_H */

@@ -1,0 +1,851 @@
+// SPDX-License-Identifier: MIT
+/*
+ * tracers/trace_record.c - one recording session in one process: the trace
+ * file, the writer thread that drains the per-thread rings into it, symbol
+ * names for the addresses seen, and the fork/exec/exit hand-offs.
+ *
+ * The writer thread (all signals blocked, never traced: this library is not
+ * built with the patch flags) wakes every 10 ms, appends one EVENTS chunk per
+ * thread with new events straight from the ring memory (writev), resolves
+ * the addresses it has not seen yet (usft_kallsyms_lookup(), dladdr() for
+ * code without a site table) into a SYMS chunk, and releases the slots of
+ * threads that exited.  Names are resolved in the process because addresses
+ * mean nothing outside it; `usft report` only reads the file.
+ *
+ * Every chunk is one write() on an O_APPEND descriptor: forked children
+ * and exec'd images append to the same file, each under its own SESSION.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+#include <usft/usft.h>
+#include <usft/version.h>
+#include "tracer.h"
+
+int usft_tracing_on;
+unsigned long long usft_trace_base;
+
+struct sym_ent {
+	uint64_t addr;		/* 0: empty */
+	uint64_t offset;
+	const char *name;	/* owned copy, NULL unknown */
+};
+
+struct task_ent {
+	int tid;
+	char comm[16];
+	bool written;		/* TASK chunk with this comm written */
+};
+
+static struct {
+	bool active;
+	const struct usft_tracer *tracer;
+	struct usft_trace_opts opts;
+	char *output;
+	int fd;
+	dev_t fd_dev;			/* what fd must still be (the program may close */
+	ino_t fd_ino;			/* its descriptors and reuse the number) */
+	int pid;
+	int write_error;
+	pthread_mutex_t lock;		/* everything below, and the file */
+	pthread_t thread;
+	bool thread_running;
+	int stop;
+	pthread_mutex_t wake_lock;
+	pthread_cond_t wake;
+	unsigned long long events, lost;
+	/* address -> name cache, open addressing */
+	struct sym_ent *syms;
+	size_t sym_cap, sym_n;
+	/* SYMS records not written yet */
+	char *symbuf;
+	size_t symbuf_len, symbuf_cap;
+	struct task_ent *tasks;
+	size_t ntasks, task_cap;
+	char unmatched[512];
+} S = {
+	.fd = -1,
+	.lock = PTHREAD_MUTEX_INITIALIZER,
+	.wake_lock = PTHREAD_MUTEX_INITIALIZER,
+	.wake = PTHREAD_COND_INITIALIZER,
+};
+
+bool usft_tracer_active(void)
+{
+	return S.active;
+}
+
+/* ---- chunks ---------------------------------------------------------- */
+
+static void write_chunk(unsigned int type, int tid, uint64_t arg, struct iovec *iov, int n)
+{
+	static const char zero[8];
+	struct usft_chunk_hdr h;
+	struct iovec v[6];
+	size_t size = 0, total;
+	ssize_t r;
+	int k = 0;
+
+	if (S.fd < 0 || S.write_error)
+		return;
+	for (int i = 0; i < n; i++)
+		size += iov[i].iov_len;
+	memset(&h, 0, sizeof(h));
+	memcpy(h.magic, USFT_TRACE_MAGIC, 4);
+	h.version = USFT_TRACE_VERSION;
+	h.type = (uint16_t)type;
+	h.pid = (uint32_t)S.pid;
+	h.tid = (uint32_t)tid;
+	h.size = (size + 7) & ~7UL;
+	h.arg = arg;
+	v[k++] = (struct iovec){ &h, sizeof(h) };
+	for (int i = 0; i < n && k < 5; i++)
+		if (iov[i].iov_len)
+			v[k++] = iov[i];
+	if (h.size != size)
+		v[k++] = (struct iovec){ (void *)zero, h.size - size };
+	total = sizeof(h) + h.size;
+	do {
+		r = writev(S.fd, v, k);
+	} while (r < 0 && errno == EINTR);
+	/* a short write (disk full) would let other processes interleave: stop */
+	if (r != (ssize_t)total)
+		S.write_error = r < 0 ? errno : EIO;
+}
+
+static void write_text_chunk(unsigned int type, const char *text)
+{
+	struct iovec iov = { (void *)text, strlen(text) };
+
+	write_chunk(type, 0, 0, &iov, 1);
+}
+
+/* ---- symbols --------------------------------------------------------- */
+
+static size_t sym_hash(uint64_t a, size_t cap)
+{
+	return (size_t)((a * 0x9e3779b97f4a7c15ULL) >> 17) & (cap - 1);
+}
+
+static struct sym_ent *sym_slot(uint64_t a)
+{
+	size_t i = sym_hash(a, S.sym_cap);
+
+	while (S.syms[i].addr && S.syms[i].addr != a)
+		i = (i + 1) & (S.sym_cap - 1);
+	return &S.syms[i];
+}
+
+static bool sym_grow(void)
+{
+	struct sym_ent *old = S.syms;
+	size_t oldcap = S.sym_cap, cap = oldcap ? oldcap * 2 : 4096;
+	struct sym_ent *n = calloc(cap, sizeof(*n));
+
+	if (!n)
+		return false;
+	S.syms = n;
+	S.sym_cap = cap;
+	for (size_t i = 0; i < oldcap; i++)
+		if (old[i].addr)
+			*sym_slot(old[i].addr) = old[i];
+	free(old);
+	return true;
+}
+
+static void symbuf_add(uint64_t addr, uint64_t off, const char *name)
+{
+	struct usft_sym_rec r = { .addr = addr, .offset = off };
+	size_t len = name ? strlen(name) : 0, need;
+
+	r.namelen = (uint32_t)len;
+	need = sizeof(r) + ((len + 8) & ~7UL);
+	if (S.symbuf_len + need > S.symbuf_cap) {
+		size_t cap = S.symbuf_cap ? S.symbuf_cap * 2 : 65536;
+		char *p;
+
+		while (cap < S.symbuf_len + need)
+			cap *= 2;
+		p = realloc(S.symbuf, cap);
+		if (!p)
+			return;
+		S.symbuf = p;
+		S.symbuf_cap = cap;
+	}
+	memcpy(S.symbuf + S.symbuf_len, &r, sizeof(r));
+	memset(S.symbuf + S.symbuf_len + sizeof(r), 0, need - sizeof(r));
+	if (len)
+		memcpy(S.symbuf + S.symbuf_len + sizeof(r), name, len);
+	S.symbuf_len += need;
+}
+
+/* the name of the function containing @addr, resolved once per session */
+static const struct sym_ent *sym_lookup(uint64_t addr)
+{
+	struct sym_ent *e;
+	unsigned long off = 0;
+	const char *name;
+	char objname[96];
+	Dl_info di;
+
+	if (!addr)
+		return NULL;
+	if ((S.sym_n + 1) * 2 > S.sym_cap && !sym_grow())
+		return NULL;
+	e = sym_slot(addr);
+	if (e->addr)
+		return e;
+	name = usft_kallsyms_lookup((unsigned long)addr, &off);
+	if (!name && dladdr((void *)(uintptr_t)addr, &di)) {
+		if (di.dli_sname) {
+			name = di.dli_sname;
+			off = (unsigned long)addr - (unsigned long)di.dli_saddr;
+		} else if (di.dli_fname) {
+			/* no symbol (a stripped library's local function): object+offset */
+			const char *base = strrchr(di.dli_fname, '/');
+
+			snprintf(objname, sizeof(objname), "%s+%#lx", base ? base + 1 : di.dli_fname,
+				 (unsigned long)addr - (unsigned long)di.dli_fbase);
+			name = objname;
+		}
+	}
+	e->addr = addr;
+	e->offset = off;
+	e->name = name ? strdup(name) : NULL;
+	S.sym_n++;
+	symbuf_add(addr, off, e->name);
+	return e;
+}
+
+static void flush_syms(void)
+{
+	struct iovec iov;
+
+	if (!S.symbuf_len)
+		return;
+	iov = (struct iovec){ S.symbuf, S.symbuf_len };
+	write_chunk(USFT_CHUNK_SYMS, 0, 0, &iov, 1);
+	S.symbuf_len = 0;
+}
+
+/* ---- tasks ----------------------------------------------------------- */
+
+static void read_comm(int tid, char comm[16])
+{
+	char path[64];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/comm", tid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	n = read(fd, comm, 15);
+	close(fd);
+	if (n <= 0)
+		return;
+	comm[n] = 0;
+	if (comm[n - 1] == '\n')
+		comm[n - 1] = 0;
+}
+
+static int task_index(struct usft_tbuf *b)
+{
+	struct task_ent *t;
+
+	if (b->task >= 0 && (size_t)b->task < S.ntasks && S.tasks[b->task].tid == b->tid)
+		return b->task;
+	for (size_t i = 0; i < S.ntasks; i++)
+		if (S.tasks[i].tid == b->tid)
+			return b->task = (int)i;
+	if (S.ntasks == S.task_cap) {
+		size_t cap = S.task_cap ? S.task_cap * 2 : 64;
+		void *p = realloc(S.tasks, cap * sizeof(*S.tasks));
+
+		if (!p)
+			return -1;
+		S.tasks = p;
+		S.task_cap = cap;
+	}
+	t = &S.tasks[S.ntasks];
+	memset(t, 0, sizeof(*t));
+	t->tid = b->tid;
+	snprintf(t->comm, sizeof(t->comm), "<...>");
+	if (__atomic_load_n(&b->comm_valid, __ATOMIC_ACQUIRE))
+		memcpy(t->comm, b->comm, 16);
+	else
+		read_comm(b->tid, t->comm);
+	t->comm[15] = 0;
+	return b->task = (int)S.ntasks++;
+}
+
+static void write_task(struct task_ent *t)
+{
+	struct iovec iov = { t->comm, 16 };
+
+	write_chunk(USFT_CHUNK_TASK, t->tid, 0, &iov, 1);
+	t->written = true;
+}
+
+/* ---- draining -------------------------------------------------------- */
+
+static inline uint64_t ring_word(struct usft_tbuf *b, unsigned long byte)
+{
+	return b->data[(byte >> 3) & b->wmask];
+}
+
+/* names for the addresses in [from, to) of @b; returns the events seen */
+static unsigned long scan_events(struct usft_tbuf *b, unsigned long from, unsigned long to)
+{
+	unsigned long n = 0;
+
+	while (from + 16 <= to) {
+		uint64_t w1 = ring_word(b, from + 8);
+		unsigned int type = (unsigned int)(w1 >> EV_TYPE_SHIFT);
+		unsigned int words = usft_ev_words(type);
+
+		if (!words || from + words * 8 > to)
+			break;
+		sym_lookup(w1 & EV_IP_MASK);
+		if (type == EV_FUNC)
+			sym_lookup(ring_word(b, from + 16));
+		from += words * 8;
+		n += type == EV_GRAPH_LEAF || type == EV_GRAPH_LEAF_GONE ? 2 : 1;
+	}
+	return n;
+}
+
+static void drain_slot(struct usft_tbuf *b)
+{
+	unsigned long commit = __atomic_load_n(&b->commit, __ATOMIC_ACQUIRE);
+	unsigned long from = b->consumed;
+	unsigned long lost = __atomic_load_n(&b->lost, __ATOMIC_RELAXED);
+	unsigned long len, off, first;
+	struct iovec iov[2];
+	int t;
+
+	if (commit == from && lost == b->lost_seen)
+		return;
+	t = task_index(b);
+	if (t >= 0 && !S.tasks[t].written)
+		write_task(&S.tasks[t]);
+	len = commit - from;
+	off = from & (b->size - 1);
+	first = len < b->size - off ? len : b->size - off;
+	S.events += scan_events(b, from, commit);
+	iov[0] = (struct iovec){ (char *)b->data + off, first };
+	iov[1] = (struct iovec){ (char *)b->data, len - first };
+	write_chunk(USFT_CHUNK_EVENTS, b->tid, lost - b->lost_seen, iov, 2);
+	S.lost += lost - b->lost_seen;
+	b->lost_seen = lost;
+	__atomic_store_n(&b->consumed, commit, __ATOMIC_RELEASE);
+}
+
+/*
+ * The program may close every descriptor (daemons do) and open something
+ * else under the same number: check that the trace fd is still the trace
+ * file before each pass, and reopen it if not.
+ */
+static void check_fd(void)
+{
+	struct stat st;
+	int fd;
+
+	if (S.fd < 0 || S.write_error)
+		return;
+	if (!fstat(S.fd, &st) && st.st_dev == S.fd_dev && st.st_ino == S.fd_ino)
+		return;
+	fd = open(S.output, O_WRONLY | O_APPEND | O_CLOEXEC);
+	if (fd >= 0) {
+		int hi = fcntl(fd, F_DUPFD_CLOEXEC, 512);
+
+		if (hi >= 0) {
+			close(fd);
+			fd = hi;
+		}
+	}
+	S.fd = fd;	/* not ours any more: never close the old number */
+	if (fd < 0 || fstat(fd, &st)) {
+		S.write_error = EBADF;
+		return;
+	}
+	S.fd_dev = st.st_dev;
+	S.fd_ino = st.st_ino;
+}
+
+/* called with S.lock held */
+static void drain_all(void)
+{
+	unsigned int n = usft_tbuf_pool_slots();
+
+	check_fd();
+	for (unsigned int i = 0; i < n; i++) {
+		struct usft_tbuf *b = usft_tbuf_slot(i);
+		int st = __atomic_load_n(&b->state, __ATOMIC_ACQUIRE);
+
+		if (st != TBUF_LIVE && st != TBUF_DEAD)
+			continue;
+		if (b->size) {
+			drain_slot(b);
+			if (st == TBUF_LIVE)
+				usft_tbuf_prefault(b);
+		}
+		if (st == TBUF_DEAD) {
+			int t = task_index(b);
+
+			/* the thread's last name, from its exit */
+			if (t >= 0 && b->comm_valid && strncmp(S.tasks[t].comm, b->comm, 16)) {
+				memcpy(S.tasks[t].comm, b->comm, 16);
+				S.tasks[t].comm[15] = 0;
+				S.tasks[t].written = false;
+			}
+			if (b->prof)
+				usft_profile_merge_slot(b);
+			usft_tbuf_release(b);
+		}
+	}
+	flush_syms();
+}
+
+/* ---- snapshot: tasks, profile, END ------------------------------------- */
+
+struct prof_out {
+	char *buf;
+	size_t len, cap;
+};
+
+static void prof_emit(const struct usft_prof_ent *e, void *arg)
+{
+	struct prof_out *o = arg;
+	const struct sym_ent *s = sym_lookup(e->ip);
+	struct usft_prof_rec r = { .addr = e->ip, .hits = e->hits, .time_ns = e->time,
+				   .time_sq = e->time_sq };
+	const char *name = s ? s->name : NULL;
+	size_t len = name ? strlen(name) : 0, need = sizeof(r) + ((len + 8) & ~7UL);
+
+	if (o->len + need > o->cap) {
+		size_t cap = o->cap ? o->cap * 2 : 65536;
+		char *p;
+
+		while (cap < o->len + need)
+			cap *= 2;
+		p = realloc(o->buf, cap);
+		if (!p)
+			return;
+		o->buf = p;
+		o->cap = cap;
+	}
+	r.namelen = (uint32_t)len;
+	memcpy(o->buf + o->len, &r, sizeof(r));
+	memset(o->buf + o->len + sizeof(r), 0, need - sizeof(r));
+	if (len)
+		memcpy(o->buf + o->len + sizeof(r), name, len);
+	o->len += need;
+}
+
+/*
+ * function_graph entries kept back by threads still running (their own
+ * thread writes them at its next event or exit): at the end of the image
+ * they are written from here, straight into the file.
+ */
+static void write_pending(void)
+{
+	unsigned int n = usft_tbuf_pool_slots();
+
+	for (unsigned int i = 0; i < n; i++) {
+		struct usft_tbuf *b = usft_tbuf_slot(i);
+		uint64_t w[2] = { b->pend_w0, b->pend_w1 };
+		struct iovec iov = { w, sizeof(w) };
+
+		if (__atomic_load_n(&b->state, __ATOMIC_ACQUIRE) != TBUF_LIVE || !w[1])
+			continue;
+		b->pend_w1 = 0;
+		sym_lookup(w[1] & EV_IP_MASK);
+		write_chunk(USFT_CHUNK_EVENTS, b->tid, 0, &iov, 1);
+		S.events++;
+	}
+	flush_syms();
+}
+
+/* this thread's kept-back entry goes into its ring (not a callback) */
+static void flush_own_pending(void)
+{
+	struct usft_tbuf *b = usft_tbuf_self;
+
+	if ((unsigned long)b > 1 && b->size)
+		usft_tbuf_flush_pending(b);
+}
+
+/* called with S.lock held */
+static void snapshot(bool final)
+{
+	unsigned int n = usft_tbuf_pool_slots();
+	char text[256];
+
+	drain_all();
+	if (final)
+		write_pending();
+	/* names of threads still alive may have changed */
+	for (unsigned int i = 0; i < n; i++) {
+		struct usft_tbuf *b = usft_tbuf_slot(i);
+		char comm[16] = "";
+		int t;
+
+		if (__atomic_load_n(&b->state, __ATOMIC_ACQUIRE) != TBUF_LIVE)
+			continue;
+		t = task_index(b);
+		if (t < 0)
+			continue;
+		read_comm(b->tid, comm);
+		if (comm[0] && strncmp(comm, S.tasks[t].comm, 16)) {
+			memcpy(S.tasks[t].comm, comm, 16);
+			S.tasks[t].written = false;
+		}
+	}
+	for (size_t i = 0; i < S.ntasks; i++)
+		if (!S.tasks[i].written)
+			write_task(&S.tasks[i]);
+	if (S.tracer && S.tracer->kind == USFT_TRACER_PROFILE) {
+		struct prof_out o = { 0 };
+		struct iovec iov;
+
+		usft_profile_snapshot(prof_emit, &o);
+		iov = (struct iovec){ o.buf, o.len };
+		write_chunk(USFT_CHUNK_PROFILE, 0, 0, &iov, 1);
+		free(o.buf);
+		flush_syms();
+	}
+	snprintf(text, sizeof(text), "events=%llu\nlost=%llu\nno_slot=%lu\nthreads=%zu\n",
+		 S.events, S.lost, usft_tbuf_no_slot(), S.ntasks);
+	write_text_chunk(USFT_CHUNK_END, text);
+}
+
+/* ---- writer thread --------------------------------------------------- */
+
+static void *writer_main(void *arg)
+{
+	struct timespec ts;
+
+	prctl(PR_SET_NAME, "usft-writer", 0, 0, 0);
+	for (;;) {
+		pthread_mutex_lock(&S.lock);
+		drain_all();
+		pthread_mutex_unlock(&S.lock);
+		pthread_mutex_lock(&S.wake_lock);
+		if (S.stop) {
+			pthread_mutex_unlock(&S.wake_lock);
+			break;
+		}
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 10 * 1000 * 1000;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&S.wake, &S.wake_lock, &ts);
+		pthread_mutex_unlock(&S.wake_lock);
+	}
+	return arg;
+}
+
+/* a thread exited: its slot comes back once drained, so drain soon */
+static void wake_writer(void)
+{
+	pthread_mutex_lock(&S.wake_lock);
+	pthread_cond_signal(&S.wake);
+	pthread_mutex_unlock(&S.wake_lock);
+}
+
+static void start_writer(void)
+{
+	sigset_t all, old;
+
+	S.stop = 0;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	S.thread_running = !pthread_create(&S.thread, NULL, writer_main, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+static void stop_writer(void)
+{
+	if (!S.thread_running || pthread_equal(S.thread, pthread_self()))
+		return;
+	pthread_mutex_lock(&S.wake_lock);
+	S.stop = 1;
+	pthread_cond_signal(&S.wake);
+	pthread_mutex_unlock(&S.wake_lock);
+	pthread_join(S.thread, NULL);
+	S.thread_running = false;
+}
+
+/* ---- session --------------------------------------------------------- */
+
+static void cat_file(const char *path, char *buf, size_t len, bool nul_to_space)
+{
+	ssize_t n;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	buf[0] = 0;
+	if (fd < 0)
+		return;
+	n = read(fd, buf, len - 1);
+	close(fd);
+	if (n <= 0)
+		return;
+	buf[n] = 0;
+	for (ssize_t i = 0; i < n; i++) {
+		if (buf[i] == '\n' && i == n - 1)
+			buf[i] = 0;
+		else if (nul_to_space && buf[i] == 0 && i < n - 1)
+			buf[i] = ' ';
+		else if (buf[i] == '\n')
+			buf[i] = ' ';
+	}
+}
+
+static void write_session(int ppid)
+{
+	char exe[PATH_MAX] = "", cmdline[1024], comm[32], *text;
+	const struct usft_trace_opts *o = &S.opts;
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	size_t len;
+
+	if (n > 0)
+		exe[n] = 0;
+	cat_file("/proc/self/cmdline", cmdline, sizeof(cmdline), true);
+	cat_file("/proc/self/comm", comm, sizeof(comm), false);
+	len = 4096 + strlen(cmdline) + strlen(exe) +
+	      (o->filter ? strlen(o->filter) : 0) + (o->notrace_list ? strlen(o->notrace_list) : 0) +
+	      (o->graph_funcs ? strlen(o->graph_funcs) : 0);
+	text = malloc(len);
+	if (!text)
+		return;
+	snprintf(text, len,
+		 "version=%s\ntracer=%s\npid=%d\nppid=%d\ncomm=%s\nexe=%s\ncmdline=%s\n"
+		 "clock=%s\nbase_ns=%llu\nnr_cpus=%ld\nbuffer_size=%zu\nfilter=%s\n"
+		 "notrace=%s\ngraph_funcs=%s\nmax_depth=%d\nunmatched=%s\n",
+		 USFT_VERSION_STRING, S.tracer->name, S.pid, ppid, comm, exe, cmdline,
+		 usft_trace_clock_name(), usft_trace_base, sysconf(_SC_NPROCESSORS_CONF),
+		 o->buffer_size, o->filter ? o->filter : "", o->notrace_list ? o->notrace_list : "",
+		 o->graph_funcs ? o->graph_funcs : "", o->max_depth, S.unmatched);
+	write_text_chunk(USFT_CHUNK_SESSION, text);
+	free(text);
+}
+
+static void session_reset_writer_state(void)
+{
+	for (size_t i = 0; i < S.sym_cap; i++)
+		free((void *)S.syms[i].name);
+	free(S.syms);
+	S.syms = NULL;
+	S.sym_cap = S.sym_n = 0;
+	S.symbuf_len = 0;
+	S.ntasks = 0;
+	S.events = S.lost = 0;
+}
+
+static void atfork_prepare(void)
+{
+	if (S.active)
+		pthread_mutex_lock(&S.lock);
+}
+
+static void atfork_parent(void)
+{
+	if (S.active)
+		pthread_mutex_unlock(&S.lock);
+}
+
+static void atfork_child(void)
+{
+	int ppid;
+
+	if (!S.active)
+		return;
+	pthread_mutex_init(&S.lock, NULL);
+	pthread_mutex_init(&S.wake_lock, NULL);
+	pthread_cond_init(&S.wake, NULL);
+	ppid = S.pid;
+	S.pid = getpid();
+	S.thread_running = false;
+	usft_tbuf_atfork_child();
+	usft_profile_reset();
+	session_reset_writer_state();
+	write_session(ppid);
+	start_writer();
+}
+
+static const struct usft_tracer *find_tracer(const char *name)
+{
+	if (!name || !*name || !strcmp(name, "nop"))
+		return NULL;
+	if (!strcmp(name, "function"))
+		return &usft_function_tracer;
+	if (!strcmp(name, "function_graph") || !strcmp(name, "graph"))
+		return &usft_graph_tracer;
+	if (!strcmp(name, "profile") || !strcmp(name, "function_profile"))
+		return &usft_profile_tracer;
+	return NULL;
+}
+
+static char *dup_or_null(const char *s)
+{
+	return s && *s ? strdup(s) : NULL;
+}
+
+/* globs of @list that match no function, for the SESSION chunk */
+static void note_unmatched(const char *list)
+{
+	struct ftrace_ops probe = { 0 };
+	char *copy, *save = NULL;
+
+	if (!list || !(copy = strdup(list)))
+		return;
+	for (char *g = strtok_r(copy, " \t\n,", &save); g; g = strtok_r(NULL, " \t\n,", &save)) {
+		if (ftrace_set_filter(&probe, (unsigned char *)g, -1, 1) == -EINVAL) {
+			size_t l = strlen(S.unmatched);
+
+			snprintf(S.unmatched + l, sizeof(S.unmatched) - l, "%s%s", l ? " " : "", g);
+		}
+	}
+	ftrace_free_filter(&probe);
+	free(copy);
+}
+
+int usft_tracer_start(const struct usft_trace_opts *o)
+{
+	const struct usft_tracer *t = find_tracer(o->tracer);
+	struct usft_stats st = { .sz = sizeof(st) };
+	size_t ring = 0, prof = 0;
+	int flags, ret;
+
+	if (S.active)
+		return -EBUSY;
+	if (!t)
+		return o->tracer && *o->tracer && strcmp(o->tracer, "nop") ? -EINVAL : 0;
+	ret = usft_init();
+	if (ret)
+		return ret;
+	if (o->clock && *o->clock && usft_set_trace_clock(o->clock) < 0)
+		return -EINVAL;
+	usft_stat(&st);
+	if (!st.nr_sites)
+		return 0;	/* nothing patchable in this process (e.g. a shell it runs) */
+	S.tracer = t;
+	S.opts = *o;
+	S.opts.filter = dup_or_null(o->filter);
+	S.opts.notrace_list = dup_or_null(o->notrace_list);
+	S.opts.graph_funcs = dup_or_null(o->graph_funcs);
+	S.output = strdup(o->output && *o->output ? o->output : USFT_TRACE_DEFAULT_FILE);
+	S.opts.output = S.output;
+	if (!S.opts.buffer_size)
+		S.opts.buffer_size = 64UL << 20;
+	if (t->kind == USFT_TRACER_PROFILE)
+		prof = st.nr_sites * 2 < 1024 ? 1024 : st.nr_sites * 2;
+	else
+		ring = S.opts.buffer_size;
+	ret = usft_tbuf_pool_init(ring, prof, o->max_threads, o->prefault);
+	if (ret)
+		return ret;
+	flags = O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | (o->append ? 0 : O_TRUNC);
+	S.fd = open(S.output, flags, 0644);
+	if (S.fd < 0)
+		return -errno;
+	/* out of the way of the program's own low descriptor numbers */
+	{
+		int hi = fcntl(S.fd, F_DUPFD_CLOEXEC, 512);
+		struct stat st;
+
+		if (hi >= 0) {
+			close(S.fd);
+			S.fd = hi;
+		}
+		if (fstat(S.fd, &st)) {
+			close(S.fd);
+			S.fd = -1;
+			return -errno;
+		}
+		S.fd_dev = st.st_dev;
+		S.fd_ino = st.st_ino;
+	}
+	S.pid = getpid();
+	note_unmatched(S.opts.filter);
+	usft_trace_base = usft_trace_clock();
+	write_session(getppid());
+	usft_tracing_on = 1;
+	S.active = true;
+	ret = t->init(&S.opts);
+	if (ret && ret != -ENOENT) {
+		usft_tracing_on = 0;
+		S.active = false;
+		close(S.fd);
+		S.fd = -1;
+		return ret;
+	}
+	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+	usft_tbuf_exit_hook = wake_writer;
+	start_writer();
+	return 0;
+}
+
+void usft_tracer_drain(void)
+{
+	if (!S.active || getpid() != S.pid)
+		return;		/* a vfork child: the parent drains its own rings */
+	flush_own_pending();
+	pthread_mutex_lock(&S.lock);
+	snapshot(false);
+	pthread_mutex_unlock(&S.lock);
+}
+
+static void resolve_prof(const struct usft_prof_ent *e, void *arg)
+{
+	sym_lookup(e->ip);
+}
+
+void usft_tracer_flush(void)
+{
+	if (!S.active || getpid() != S.pid)
+		return;
+	pthread_mutex_lock(&S.lock);
+	drain_all();
+	if (S.tracer->kind == USFT_TRACER_PROFILE) {
+		usft_profile_snapshot(resolve_prof, NULL);
+		flush_syms();
+	}
+	pthread_mutex_unlock(&S.lock);
+}
+
+void usft_tracer_after_dlopen(void)
+{
+	if (S.active && S.tracer->refilter)
+		S.tracer->refilter();
+}
+
+void usft_tracer_stop(void)
+{
+	if (!S.active || getpid() != S.pid)
+		return;
+	__atomic_store_n(&usft_tracing_on, 0, __ATOMIC_RELEASE);
+	flush_own_pending();
+	stop_writer();
+	pthread_mutex_lock(&S.lock);
+	snapshot(true);
+	if (S.fd >= 0)
+		close(S.fd);
+	S.fd = -1;
+	S.active = false;
+	pthread_mutex_unlock(&S.lock);
+}

@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tracers/tracer.h - the built-in tracers as seen by the preload shim
+ * (kernel/trace/trace.h: struct tracer).  Each tracer is an ordinary user
+ * of the core API: the function tracer is one ftrace_ops, function_graph
+ * and the profiler are one fgraph_ops each.
+ */
+#ifndef USFT_TRACER_H
+#define USFT_TRACER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <usft/fgraph.h>
+#include <usft/ftrace.h>
+#include "ring_buffer.h"
+
+enum usft_tracer_kind {
+	USFT_TRACER_NOP,
+	USFT_TRACER_FUNCTION,
+	USFT_TRACER_GRAPH,
+	USFT_TRACER_PROFILE,
+};
+
+/* what USFT_* variables (or a program) ask for */
+struct usft_trace_opts {
+	const char *tracer;		/* function | function_graph | profile | nop */
+	const char *filter;		/* globs, whitespace separated (-l) */
+	const char *notrace_list;	/* globs (-n) */
+	const char *graph_funcs;	/* function names (-g): graph only below them */
+	int max_depth;			/* function_graph depth limit, 0 = none */
+	const char *output;		/* trace file */
+	size_t buffer_size;		/* ring bytes per thread */
+	unsigned int max_threads;	/* ring slots (threads alive at once) */
+	const char *clock;		/* auto | mono | counter */
+	bool append;			/* do not truncate the file */
+	bool prefault;			/* fault in the first thread's ring at start */
+	bool quiet;
+};
+
+/* one tracer (kernel struct tracer) */
+struct usft_tracer {
+	const char *name;
+	enum usft_tracer_kind kind;
+	int (*init)(const struct usft_trace_opts *o);	/* register */
+	void (*reset)(void);				/* unregister */
+	void (*refilter)(void);				/* after dlopen */
+};
+
+extern const struct usft_tracer usft_function_tracer;
+extern const struct usft_tracer usft_graph_tracer;
+extern const struct usft_tracer usft_profile_tracer;
+
+/* state the hot paths read */
+extern int usft_tracing_on;			/* kernel tracing_on */
+extern unsigned long long usft_trace_base;	/* session base (ns) */
+
+/* trace_record.c: the session */
+int usft_tracer_start(const struct usft_trace_opts *o);
+void usft_tracer_drain(void);		/* everything so far + a snapshot (exec) */
+void usft_tracer_flush(void);		/* events and names so far (dlclose) */
+void usft_tracer_stop(void);		/* final: exit, _exit */
+void usft_tracer_after_dlopen(void);	/* pick up a new object's functions */
+bool usft_tracer_active(void);
+
+/* trace_functions.c helpers shared by the tracers */
+int usft_apply_filters(struct ftrace_ops *ops, const struct usft_trace_opts *o);
+/* after dlopen(): Return: whether the filter now selects something */
+bool usft_reapply_filters(struct ftrace_ops *ops);
+int usft_resolve_graph_funcs(const char *names);
+bool usft_graph_func_match(unsigned long ip);
+
+/* trace_profile.c: fold the table of a slot whose thread exited into the result */
+void usft_profile_merge_slot(struct usft_tbuf *b);
+/* every function so far: exited threads plus the live tables (writer only) */
+void usft_profile_snapshot(void (*fn)(const struct usft_prof_ent *e, void *arg), void *arg);
+void usft_profile_reset(void);
+
+#endif /* USFT_TRACER_H */

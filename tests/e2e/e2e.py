@@ -1,0 +1,447 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""End-to-end tests of `usft` and the preload shim on samples/tracee.
+
+One ctest test per case: e2e.py CASE --usft PATH --tracees DIR --golden DIR
+--work DIR.  Every traced run is checked for:
+  - the program's own stdout, stderr (minus usft's lines) and exit status
+    byte-identical to an untraced run;
+  - the call tree (names and nesting only, never times) equal to
+    golden/CASE.txt (--update rewrites the golden files);
+  - `usft report --format json` parsing (json.loads, as python3 -m json.tool)
+    with B/E events properly nested per thread.
+"""
+import argparse
+import json
+import os
+import re
+import resource
+import shutil
+import subprocess
+import sys
+
+ARGS = None
+
+
+class Fail(Exception):
+    pass
+
+
+def check(cond, msg):
+    if not cond:
+        raise Fail(msg)
+
+
+def run(cmd, env=None, cwd=None, timeout=300):
+    e = dict(os.environ)
+    # the tests own these
+    for k in list(e):
+        if k.startswith("USFT_") or k == "LD_PRELOAD":
+            del e[k]
+    if env:
+        e.update(env)
+    p = subprocess.run(cmd, env=e, cwd=cwd or ARGS.work, capture_output=True,
+                       timeout=timeout)
+    return p.returncode, p.stdout.decode(errors="replace"), p.stderr.decode(errors="replace")
+
+
+def tracee(name):
+    return os.path.join(ARGS.tracees, "tracee-" + name)
+
+
+def usft(*args, env=None):
+    return run([ARGS.usft] + list(args), env=env)
+
+
+def without_usft_lines(text):
+    return "".join(l for l in text.splitlines(True) if not l.startswith("usft:"))
+
+
+def record(prog_args, tracer="function_graph", extra=(), out="trace.dat", env=None):
+    """Run untraced and traced; compare what the program itself printed."""
+    rc0, out0, err0 = run(prog_args, env=env)
+    rc1, out1, err1 = usft("record", "-p", tracer, "-o", out, *extra, "--", *prog_args,
+                           env=env)
+    check(rc1 == rc0, "exit status %d traced vs %d untraced\n%s" % (rc1, rc0, err1))
+    check(out1 == out0, "stdout differs:\n--- untraced\n%s--- traced\n%s" % (out0, out1))
+    check(without_usft_lines(err1) == err0,
+          "stderr differs:\n--- untraced\n%s--- traced\n%s" % (err0, err1))
+    m = re.search(r"usft: (\d+) events, (\d+) lost, (\d+) process", err1)
+    check(m, "no summary line on stderr:\n" + err1)
+    return {"events": int(m.group(1)), "lost": int(m.group(2)),
+            "processes": int(m.group(3)), "stderr": err1, "stdout": out1}
+
+
+def report(fmt="text", inp="trace.dat", extra=()):
+    rc, out, err = usft("report", "-i", inp, "--format", fmt, *extra)
+    check(rc == 0, "usft report failed (%d): %s" % (rc, err))
+    return out
+
+
+# ---- call trees --------------------------------------------------------------
+
+LINE = re.compile(r"^\s*\d+\)\s+(\S.*?)\s+\|\s([^|]*)\|  (.*)$")
+
+
+def graph_trees(text):
+    """{(pid-order, tid): [lines]} from function_graph text: names and nesting."""
+    threads = {}
+    order = []
+    for line in text.splitlines():
+        if line.startswith("#") or not line.strip() or line.startswith(" ---"):
+            continue
+        m = LINE.match(line)
+        if not m:
+            continue        # task-switch banners, LOST markers
+        proc, call = m.group(1), m.group(3)
+        comm, tid = proc.rsplit("-", 1)
+        call = re.sub(r"0x[0-9a-f]+", "0x?", call)
+        key = (comm, int(tid))      # exec: same tid, new image
+        if key not in threads:
+            threads[key] = []
+            order.append(key)
+        threads[key].append(call.rstrip())
+    return threads, order
+
+
+def canonical(text, sessions=None):
+    """Threads in a stable order: first appearance, except that threads whose
+    trees are the same kind (all but the first of a process) are sorted."""
+    threads, order = graph_trees(text)
+    first = order[:1]
+    rest = sorted(order[1:], key=lambda k: "\n".join(threads[k]))
+    out = []
+    for i, k in enumerate(first + rest):
+        out.append("== thread %d" % i)
+        out.extend(threads[k])
+    return "\n".join(out) + "\n"
+
+
+def canonical_by_order(text):
+    threads, order = graph_trees(text)
+    out = []
+    for i, k in enumerate(order):
+        out.append("== thread %d" % i)
+        out.extend(threads[k])
+    return "\n".join(out) + "\n"
+
+
+def golden(case, actual):
+    path = os.path.join(ARGS.golden, case + ".txt")
+    if ARGS.update:
+        with open(path, "w") as f:
+            f.write(actual)
+        return
+    check(os.path.exists(path), "no golden file %s; actual:\n%s" % (path, actual))
+    with open(path) as f:
+        want = f.read()
+    if want != actual:
+        import difflib
+        diff = "".join(difflib.unified_diff(want.splitlines(True), actual.splitlines(True),
+                                            "golden", "actual"))
+        raise Fail("call tree differs from %s:\n%s" % (path, diff))
+
+
+def check_json(text, want_tracer=None):
+    doc = json.loads(text)
+    check(isinstance(doc.get("traceEvents"), list), "no traceEvents array")
+    if want_tracer:
+        check(doc["otherData"]["tracer"] == want_tracer, "tracer %s" % doc["otherData"])
+    stacks = {}
+    last = {}
+    nb = 0
+    for ev in doc["traceEvents"]:
+        ph = ev["ph"]
+        if ph == "M":
+            continue
+        key = (ev["pid"], ev["tid"])
+        ts = float(ev["ts"])
+        check(ts >= last.get(key, 0.0), "time goes back on %s: %s" % (key, ev))
+        last[key] = ts
+        st = stacks.setdefault(key, [])
+        if ph == "B":
+            st.append(ev["name"])
+            nb += 1
+        elif ph == "E":
+            check(st and st[-1] == ev["name"],
+                  "E %s does not close %s on %s" % (ev["name"], st[-1:] or "nothing", key))
+            st.pop()
+    for key, st in stacks.items():
+        check(not st, "unclosed B events on %s: %s" % (key, st))
+    return doc, nb
+
+
+def json_tool(extra=()):
+    """usft report -o FILE --format json, then python3 -m json.tool FILE."""
+    rc, _, err = usft("report", "-i", "trace.dat", "--format", "json", "-o", "trace.json", *extra)
+    check(rc == 0, "report -o trace.json: %s" % err)
+    rc, _, err = run([sys.executable, "-m", "json.tool", "trace.json"])
+    check(rc == 0, "python3 -m json.tool: %s" % err)
+
+
+def graph_case(case, prog, extra=(), canon=canonical):
+    r = record([tracee(prog)], "function_graph", extra)
+    check(r["lost"] == 0, "lost events: %d" % r["lost"])
+    golden(case, canon(report("text")))
+    check_json(report("json"), "function_graph")
+    json_tool()
+    return r
+
+
+# ---- cases -------------------------------------------------------------------
+
+def case_graph_nest():
+    r = graph_case("graph_nest", "nest")
+    check(r["events"] == 24, "events %d" % r["events"])
+
+
+def case_function_nest():
+    r = record([tracee("nest")], "function")
+    check(r["events"] == 12 and r["lost"] == 0, "events %d lost %d" % (r["events"], r["lost"]))
+    lines = []
+    for line in report("text").splitlines():
+        if line.startswith("#"):
+            continue
+        m = re.match(r"^\s*(\S+)-(\d+)\s+\[(\d+)\]\s+(\d+)\.(\d{6}): (\S+) <-(\S+)$", line)
+        check(m, "not a function tracer line: %r" % line)
+        lines.append("%s <-%s" % (m.group(6), re.sub(r"\+?0x[0-9a-f]+", "+0x?", m.group(7))))
+    golden("function_nest", "\n".join(lines) + "\n")
+    doc, _ = check_json(report("json"), "function")
+    names = [e["name"] for e in doc["traceEvents"] if e["ph"] == "i"]
+    check(names[:3] == ["main", "outer", "middle"], "json instants %s" % names)
+
+
+def case_profile_nest():
+    record([tracee("nest")], "profile")
+    hits = {}
+    for line in report("text").splitlines():
+        m = re.match(r"^  (\S+)\s+(\d+)\s+[\d.]+ us", line)
+        if m and m.group(1) != "Function":
+            hits[m.group(1)] = int(m.group(2))
+    want = {"main": 1, "outer": 1, "middle": 1, "leaf": 2, "fact": 5, "tail_caller": 1,
+            "tail_callee": 1}
+    check(hits == want, "profile hits %s, want %s" % (hits, want))
+    doc = json.loads(report("json"))
+    prof = {p["function"]: p["hits"] for p in doc["usftProfile"]}
+    check(prof == want, "json profile %s" % prof)
+
+
+def case_threads():
+    graph_case("threads", "threads")
+
+
+def case_slots():
+    """Thread churn with fewer ring slots than threads: every call is either
+    recorded or counted as lost, none vanishes."""
+    prog = [tracee("threads"), "churn"]
+    full = record(prog, "function")
+    check(full["lost"] == 0, "lost with 256 slots: %d" % full["lost"])
+    # 200 workers x (worker + work + 3 step) + main
+    check(full["events"] == 200 * 5 + 1, "events %d" % full["events"])
+    few = record(prog, "function", env={"USFT_MAX_THREADS": "4"})
+    check(few["events"] + few["lost"] == full["events"],
+          "4 slots: events %d + lost %d != %d" % (few["events"], few["lost"], full["events"]))
+
+
+def case_signals():
+    graph_case("signals", "signals")
+
+
+def case_jump():
+    graph_case("jump", "jump")
+
+
+def case_dlopen():
+    graph_case("dlopen", "dlopen")
+    # and the function tracer names the plugin's functions after dlclose
+    record([tracee("dlopen")], "function")
+    text = report("text")
+    check("plugin_helper <-plugin_entry" in text, "plugin calls not named:\n" + text)
+
+
+def case_fork():
+    r = graph_case("fork", "fork", canon=canonical_by_order)
+    check(r["processes"] == 3, "processes %d" % r["processes"])
+
+
+def case_mathvar():
+    graph_case("mathvar", "mathvar")
+    record([tracee("mathvar")], "function")
+    record([tracee("mathvar")], "profile")
+
+
+def case_exec():
+    r = graph_case("exec", "exec", canon=canonical_by_order)
+    check(r["processes"] == 2, "processes %d" % r["processes"])
+
+
+def case_pthread_exit():
+    graph_case("pthread_exit", "pthread_exit")
+
+
+def case_exceptions():
+    graph_case("exceptions", "exceptions", extra=("-l", "t_*"))
+
+
+def case_filters():
+    r = record([tracee("nest")], "function", ("-l", "leaf", "-l", "mid*"))
+    names = [l.split(": ", 1)[1] for l in report("text").splitlines() if not l.startswith("#")]
+    check(names == ["middle <-outer", "leaf <-middle", "leaf <-middle"], "-l: %s" % names)
+    record([tracee("nest")], "function", ("-n", "fact", "-n", "leaf"))
+    names = [l.split(": ", 1)[1].split()[0] for l in report("text").splitlines()
+             if not l.startswith("#")]
+    check("fact" not in names and "leaf" not in names and "middle" in names, "-n: %s" % names)
+    # a glob that matches nothing is reported, not fatal
+    r = record([tracee("nest")], "function", ("-l", "leaf", "-l", "no_such_fn*"))
+    check("no_such_fn*" in r["stderr"], "unmatched glob not reported:\n" + r["stderr"])
+    check(r["events"] == 2, "events %d" % r["events"])
+    # only globs that match nothing: nothing is traced
+    r = record([tracee("nest")], "function", ("-l", "no_such_fn*"))
+    check(r["events"] == 0, "events %d" % r["events"])
+
+
+def case_graph_function():
+    graph_case("graph_function", "nest", extra=("-g", "middle", "-g", "tail_caller"))
+
+
+def case_max_depth():
+    graph_case("max_depth", "nest", extra=("--max-graph-depth", "2"))
+
+
+def case_clock_mono():
+    r = record([tracee("nest")], "function_graph", ("-C", "mono"))
+    check(r["events"] == 24, "events %d" % r["events"])
+    golden("graph_nest", canonical(report("text")))
+
+
+def case_calls_20m():
+    n = 20000000
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    r = record([tracee("loop"), str(n)], "function", out="big.dat")
+    rss_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    # every call is either in the file or counted as lost: none vanish
+    check(r["events"] + r["lost"] == n + 1,
+          "events %d + lost %d != %d calls" % (r["events"], r["lost"], n + 1))
+    check(rss_mb < 1024, "max RSS %.0f MB" % rss_mb)
+    os.unlink(os.path.join(ARGS.work, "big.dat"))
+    r = record([tracee("loop"), str(n)], "function_graph", out="big.dat")
+    # a lost entry is not hooked (its return is never recorded)
+    ev, lost = r["events"], r["lost"]
+    check(ev + lost <= 2 * (n + 1) <= ev + 2 * lost,
+          "graph: events %d lost %d for %d calls" % (ev, lost, n + 1))
+    os.unlink(os.path.join(ARGS.work, "big.dat"))
+    print("20M calls: function and function_graph recorded, max RSS %.0f MB (was %d kB)"
+          % (rss_mb, before))
+
+
+def case_cli():
+    def rc_of(*a):
+        return usft(*a)[0]
+    check(rc_of() == 2, "no arguments")
+    check(rc_of("bogus") == 2, "unknown command")
+    check(rc_of("--help") == 0 and rc_of("help", "record") == 0, "--help")
+    rc, out, _ = usft("--version")
+    check(rc == 0 and out.startswith("usft "), "--version: %r" % out)
+    for cmd in ("record", "report", "list", "stat"):
+        rc, out, _ = usft(cmd, "--help")
+        check(rc == 0 and out.startswith("usage: usft " + cmd), "%s --help: %r" % (cmd, out))
+    check(rc_of("record") == 2, "record without a program")
+    check(rc_of("record", "-p", "bogus", "true") == 2, "unknown tracer")
+    check(rc_of("record", "/nonexistent/prog") == 127, "missing program")
+    noexec = os.path.join(ARGS.work, "noexec")
+    with open(noexec, "w") as f:
+        f.write("#!/bin/sh\n")
+    os.chmod(noexec, 0o644)
+    check(rc_of("record", noexec) == 126, "program not executable")
+    # the program's status comes back; a program without sites records nothing
+    rc, _, err = usft("record", "--", "sh", "-c", "exit 3")
+    check(rc == 3, "exit status %d" % rc)
+    check("nothing recorded" in err, "summary for a program without sites: " + err)
+    rc, _, _ = usft("record", "--", "sh", "-c", "kill -TERM $$")
+    check(rc == 128 + 15, "killed by SIGTERM: %d" % rc)
+    check(rc_of("report", "-i", "/nonexistent.dat") == 1, "report of a missing file")
+    check(rc_of("report", "-i", "/etc/hostname") == 1 or not os.path.exists("/etc/hostname"),
+          "report of a non-trace file")
+    check(rc_of("report", "--format", "xml") == 2, "unknown format")
+    # default file name in the working directory
+    rc, _, err = usft("record", "-q", tracee("nest"))
+    check(rc == 0 and not err and os.path.exists(os.path.join(ARGS.work, "usft.dat")),
+          "-q and default usft.dat: %s" % err)
+    check(rc_of("report") == 0, "report of usft.dat")
+
+
+def case_list():
+    rc, out, err = usft("list", "-f", tracee("nest"))
+    check(rc == 0, "list failed: %s" % err)
+    names = set(out.split())
+    for f in ("main", "outer", "middle", "leaf", "fact", "tail_caller", "tail_callee"):
+        check(f in names, "%s missing from usft list:\n%s" % (f, out))
+    rc, out, _ = usft("list", "-f", tracee("nest"), "f*")
+    check(rc == 0 and out.split() == ["fact"], "list with a glob: %r" % out)
+    rc, out, err = usft("list", "-f", "sh")
+    check(rc == 0 and "no patchable functions" in err, "list of sh: %s" % err)
+    check(usft("list")[0] == 2, "list without -f")
+
+
+def case_stat():
+    rc, out, _ = usft("stat")
+    check(rc == 0 and "options:" in out and "counters:" in out, "stat:\n" + out)
+    check(re.search(r"^\s+ops_trampolines\s+1\b", out, re.M), "ops_trampolines:\n" + out)
+    rc, out, _ = usft("stat", env={"USFT_OPTIONS": "ops_trampolines=0"})
+    check(re.search(r"^\s+ops_trampolines\s+0\b", out, re.M), "USFT_OPTIONS:\n" + out)
+
+
+def case_preload_alone():
+    """The shim without the CLI: LD_PRELOAD and USFT_* set by hand."""
+    shim = os.path.join(os.path.dirname(ARGS.usft), "libusft-preload.so")
+    libusft = ARGS.libusft
+    env = {"LD_PRELOAD": shim + " " + libusft, "USFT_TRACER": "function_graph",
+           "USFT_OUTPUT": "alone.dat"}
+    rc0, out0, _ = run([tracee("signals")])
+    rc, out, err = run([tracee("signals")], env=env)
+    check(rc == rc0 and out == out0 and not err, "preload alone: %d %r %r" % (rc, out, err))
+    golden("signals", canonical(report("text", "alone.dat")))
+    # the shim alone: libusft loads after libc; it still works, and says so
+    env["LD_PRELOAD"] = shim
+    env["USFT_OUTPUT"] = "alone2.dat"
+    rc, out, err = run([tracee("signals")], env=env)
+    check(rc == rc0 and out == out0, "shim alone: %d %r %r" % (rc, out, err))
+    check("put it in LD_PRELOAD" in err, "no warning for the shim alone: %r" % err)
+    golden("signals", canonical(report("text", "alone2.dat")))
+    # no tracer asked for: the shim only forwards, silently
+    rc, out, err = run([tracee("signals")], env={"LD_PRELOAD": shim})
+    check(rc == rc0 and out == out0 and not err, "idle shim: %d %r %r" % (rc, out, err))
+
+
+CASES = {k[5:]: v for k, v in globals().items() if k.startswith("case_")}
+
+
+def main():
+    global ARGS
+    ap = argparse.ArgumentParser()
+    ap.add_argument("case", choices=sorted(CASES))
+    ap.add_argument("--usft", required=True)
+    ap.add_argument("--tracees", required=True)
+    ap.add_argument("--golden", required=True)
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--libusft", default="", help="libusft.so.0 of the build")
+    ap.add_argument("--update", action="store_true", help="rewrite the golden files")
+    ARGS = ap.parse_args()
+    for a in ("usft", "tracees", "golden", "work", "libusft"):
+        setattr(ARGS, a, os.path.abspath(getattr(ARGS, a)))
+    shutil.rmtree(ARGS.work, ignore_errors=True)
+    os.makedirs(ARGS.work)
+    try:
+        CASES[ARGS.case]()
+    except Fail as e:
+        print("FAIL %s: %s" % (ARGS.case, e))
+        return 1
+    except subprocess.TimeoutExpired as e:
+        print("FAIL %s: timeout: %s" % (ARGS.case, e))
+        return 1
+    print("PASS %s" % ARGS.case)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,257 @@
+// SPDX-License-Identifier: MIT
+/*
+ * <usft/fgraph.h> in-process: register/unregister, entry and return
+ * callbacks, return values and registers, two fgraph_ops on one function,
+ * tail calls, longjmp, ftrace_graph_ret_addr() and the unwind pair.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <setjmp.h>
+#include <string.h>
+#include <usft/fgraph.h>
+#include <usft/usft.h>
+
+#if defined(__clang__)
+#define TRACEE __attribute__((noinline, used))
+#else
+#define TRACEE __attribute__((noinline, noipa, used))
+#endif
+#define KEEP() __asm__ __volatile__("" ::: "memory")
+
+TRACEE long fg_leaf(long x)
+{
+	KEEP();
+	return x + 1;
+}
+
+TRACEE double fg_double(double x)
+{
+	KEEP();
+	return x * 1.5;
+}
+
+TRACEE long fg_parent(long x)
+{
+	long r = fg_leaf(x) * 2;
+
+	KEEP();
+	return r;
+}
+
+TRACEE long fg_tail_callee(long x)
+{
+	KEEP();
+	return x * 3;
+}
+
+TRACEE long fg_tail(long x)
+{
+	return fg_tail_callee(x + 1);
+}
+
+static jmp_buf jb;
+
+TRACEE void fg_jump_inner(int v)
+{
+	KEEP();
+	longjmp(jb, v);
+}
+
+TRACEE void fg_jump_outer(int v)
+{
+	fg_jump_inner(v);
+	KEEP();
+}
+
+static unsigned long ret_slot_seen, ret_addr_seen;
+
+TRACEE void fg_peek(void)
+{
+	unsigned long *slot = (unsigned long *)__builtin_frame_address(0) + 1;
+
+	ret_slot_seen = (unsigned long)slot;
+	ret_addr_seen = ftrace_graph_ret_addr(NULL, NULL, *slot, slot);
+	KEEP();
+}
+
+TRACEE void fg_peek_caller(void)
+{
+	fg_peek();
+	KEEP();
+}
+
+#define MAXLOG 64
+struct logent {
+	char kind;		/* 'E' entry, 'R' return, 'U' unwound */
+	const char *name;
+	int depth;
+	unsigned long retval;
+};
+
+struct log {
+	struct logent e[MAXLOG];
+	int n;
+};
+
+static struct log log_a, log_b;
+
+static notrace void add(struct log *l, char kind, unsigned long func, int depth, unsigned long rv)
+{
+	if (l->n < MAXLOG)
+		l->e[l->n++] = (struct logent){ kind, usft_kallsyms_lookup(func, NULL), depth, rv };
+}
+
+static notrace int ent_a(struct ftrace_graph_ent *t, struct fgraph_ops *g, struct ftrace_regs *r)
+{
+	add(&log_a, 'E', t->func, t->depth, 0);
+	return 1;
+}
+
+static notrace void ret_a(struct ftrace_graph_ret *t, struct fgraph_ops *g, struct ftrace_regs *r)
+{
+	cr_assert(t->rettime >= t->calltime);
+	add(&log_a, t->flags & FGRAPH_RET_UNWOUND ? 'U' : 'R', t->func, t->depth, t->retval);
+}
+
+static notrace int ent_b(struct ftrace_graph_ent *t, struct fgraph_ops *g, struct ftrace_regs *r)
+{
+	add(&log_b, 'E', t->func, t->depth, 0);
+	return 1;
+}
+
+static notrace void ret_b(struct ftrace_graph_ret *t, struct fgraph_ops *g, struct ftrace_regs *r)
+{
+	add(&log_b, t->flags & FGRAPH_RET_UNWOUND ? 'U' : 'R', t->func, t->depth, t->retval);
+}
+
+static struct fgraph_ops gops_a = { .entryfunc = ent_a, .retfunc = ret_a };
+static struct fgraph_ops gops_b = { .entryfunc = ent_b, .retfunc = ret_b };
+
+static notrace void filter(struct fgraph_ops *g, const char *globs)
+{
+	cr_assert_eq(ftrace_set_filter(&g->ops, (unsigned char *)globs, -1, 1), 0, "%s", globs);
+}
+
+static notrace void expect(struct log *l, const char *want)
+{
+	char got[1024] = "";
+	size_t n = 0;
+
+	for (int i = 0; i < l->n; i++)
+		n += snprintf(got + n, sizeof(got) - n, "%s%c%d:%s", i ? " " : "", l->e[i].kind,
+			      l->e[i].depth, l->e[i].name ? l->e[i].name : "?");
+	cr_assert_str_eq(got, want);
+}
+
+Test(fgraph, nesting_and_return_values)
+{
+	memset(&log_a, 0, sizeof(log_a));
+	filter(&gops_a, "fg_leaf fg_parent fg_double");
+	long r;
+	double d;
+
+	cr_assert_eq(register_ftrace_graph(&gops_a), 0);
+	r = fg_parent(4);	/* criterion's asserts evaluate their arguments twice */
+	d = fg_double(2.0);
+	unregister_ftrace_graph(&gops_a);
+	cr_assert_eq(r, 10);
+	cr_assert_float_eq(d, 3.0, 1e-12);
+	expect(&log_a, "E0:fg_parent E1:fg_leaf R1:fg_leaf R0:fg_parent E0:fg_double R0:fg_double");
+	cr_assert_eq(log_a.e[2].retval, 5);
+	cr_assert_eq(log_a.e[3].retval, 10);
+	/* unregistered: nothing more */
+	fg_parent(1);
+	cr_assert_eq(log_a.n, 6);
+}
+
+Test(fgraph, register_twice_is_ebusy)
+{
+	filter(&gops_a, "fg_leaf");
+	cr_assert_eq(register_ftrace_graph(&gops_a), 0);
+	cr_assert_eq(register_ftrace_graph(&gops_a), -EBUSY);
+	cr_assert_eq(errno, EBUSY);
+	unregister_ftrace_graph(&gops_a);
+	cr_assert_eq(register_ftrace_graph(NULL), -EINVAL);
+}
+
+Test(fgraph, two_ops_share_a_frame)
+{
+	long r;
+
+	memset(&log_a, 0, sizeof(log_a));
+	memset(&log_b, 0, sizeof(log_b));
+	filter(&gops_a, "fg_leaf fg_parent");
+	filter(&gops_b, "fg_leaf");
+	cr_assert_eq(register_ftrace_graph(&gops_a), 0);
+	cr_assert_eq(register_ftrace_graph(&gops_b), 0);
+	r = fg_parent(1);
+	unregister_ftrace_graph(&gops_b);
+	unregister_ftrace_graph(&gops_a);
+	cr_assert_eq(r, 4);
+	expect(&log_a, "E0:fg_parent E1:fg_leaf R1:fg_leaf R0:fg_parent");
+	/* one frame for fg_leaf: b sees the same depth */
+	expect(&log_b, "E1:fg_leaf R1:fg_leaf");
+}
+
+Test(fgraph, tail_call_nests)
+{
+	memset(&log_a, 0, sizeof(log_a));
+	filter(&gops_a, "fg_tail fg_tail_callee");
+	long r;
+
+	cr_assert_eq(register_ftrace_graph(&gops_a), 0);
+	r = fg_tail(1);
+	unregister_ftrace_graph(&gops_a);
+	cr_assert_eq(r, 6);
+	expect(&log_a, "E0:fg_tail E1:fg_tail_callee R1:fg_tail_callee R0:fg_tail");
+}
+
+Test(fgraph, longjmp_unwinds)
+{
+	memset(&log_a, 0, sizeof(log_a));
+	filter(&gops_a, "fg_jump_* fg_leaf");
+	cr_assert_eq(register_ftrace_graph(&gops_a), 0);
+	for (int i = 1; i <= 3; i++) {
+		if (!setjmp(jb))
+			fg_jump_outer(i);
+	}
+	fg_leaf(1);
+	unregister_ftrace_graph(&gops_a);
+	/* each round's frames are gone at the next call reusing their slots */
+	cr_assert_eq(log_a.e[0].kind, 'E');
+	cr_assert_eq(log_a.n, 3 * 4 + 2, "%d events", log_a.n);
+	cr_assert_eq(log_a.e[log_a.n - 2].kind, 'E');
+	cr_assert_eq(log_a.e[log_a.n - 2].depth, 0);
+	cr_assert_eq(log_a.e[log_a.n - 1].kind, 'R');
+	for (int i = 0; i < 3; i++) {
+		cr_assert_eq(log_a.e[4 * i + 2].kind, 'U');
+		cr_assert_eq(log_a.e[4 * i + 3].kind, 'U');
+	}
+}
+
+Test(fgraph, ret_addr_and_unwind_pair)
+{
+	filter(&gops_a, "fg_peek_caller");
+	cr_assert_eq(register_ftrace_graph(&gops_a), 0);
+	fg_peek_caller();
+	/* fg_peek is not hooked; its caller's slot is: through the caller's frame */
+	unregister_ftrace_graph(&gops_a);
+	cr_assert_neq(ret_addr_seen, 0);
+	cr_assert_eq(ftrace_graph_ret_addr(NULL, NULL, 1234, NULL), 1234);
+	/* the pair is a no-op without hooked frames */
+	usft_fgraph_unwind_begin();
+	usft_fgraph_unwind_end((unsigned long)__builtin_frame_address(0));
+}
+
+Test(fgraph, trace_clock_is_monotonic)
+{
+	unsigned long long a = usft_trace_clock(), b = usft_trace_clock();
+	const char *name = usft_trace_clock_name();
+
+	cr_assert_geq(b, a);
+	cr_assert(!strcmp(name, "counter") || !strcmp(name, "mono"));
+	cr_assert_eq(usft_set_trace_clock("bogus"), -EINVAL);
+	cr_assert_eq(usft_set_trace_clock("mono"), 0);
+	cr_assert_str_eq(usft_trace_clock_name(), "mono");
+	cr_assert_eq(usft_set_trace_clock("auto"), 0);
+}
