@@ -76,7 +76,8 @@ static int usft_inited;
 
 static void usft_do_init(void)
 {
-	const char *env = getenv("USFT_OPTIONS");
+	/* ignored in set-uid/set-gid programs (AT_SECURE) */
+	const char *env = secure_getenv("USFT_OPTIONS");
 	int ret;
 
 	if (env)

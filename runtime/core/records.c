@@ -613,6 +613,12 @@ USFT_API int dlclose(void *handle)
 
 	if (!real_dlclose) {
 		real_dlclose = (int (*)(void *))dlsym(RTLD_NEXT, "dlclose");
+		if (!real_dlclose) {
+			/* loaded after libc (a preload's dependency): ask libc itself */
+			void *libc = dlopen("libc.so.6", RTLD_NOLOAD | RTLD_LAZY);
+
+			real_dlclose = libc ? (int (*)(void *))dlsym(libc, "dlclose") : NULL;
+		}
 		if (!real_dlclose)
 			return -1;
 	}

@@ -42,6 +42,12 @@ int usft_real_sigaction(int sig, const struct sigaction *act, struct sigaction *
 	if (!fn) {
 		fn = (sigaction_fn)dlsym(RTLD_NEXT, "sigaction");
 		if (!fn) {
+			/* loaded after libc (a preload's dependency): ask libc itself */
+			void *libc = dlopen("libc.so.6", RTLD_NOLOAD | RTLD_LAZY);
+
+			fn = libc ? (sigaction_fn)dlsym(libc, "sigaction") : NULL;
+		}
+		if (!fn) {
 			errno = ENOSYS;
 			return -1;
 		}
