@@ -79,7 +79,7 @@ if command -v clang++ >/dev/null; then
 else
 	log "peers: xray_noop skipped (clang++ not installed)"
 fi
-USFT=$BUILD/inject/cli/usft
+USFT=$BUILD/inject/usft
 have() { local x; for x in "${peer_ok[@]}"; do [ "$x" = "$1" ] && return 0; done; return 1; }
 
 peer_cmd() {	# case -> command line
