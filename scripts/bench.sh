@@ -80,6 +80,8 @@ else
 	log "peers: xray_noop skipped (clang++ not installed)"
 fi
 USFT=$BUILD/inject/usft
+# events of one peer run x ~48 bytes (function_graph: entry + exit), in KiB
+USFT_RING_KB=$(( (PEER_N * PEER_R * 2 * 48) / 1024 + 4096 ))
 have() { local x; for x in "${peer_ok[@]}"; do [ "$x" = "$1" ] && return 0; done; return 1; }
 
 peer_cmd() {	# case -> command line
@@ -88,8 +90,10 @@ peer_cmd() {	# case -> command line
 	finstrument) echo "$PD/finstrument $PEER_N $PEER_R" ;;
 	xray_noop) echo "$PD/xray_noop $PEER_N $PEER_R" ;;
 	uftrace_dynamic) echo "uftrace record -P . -d $PD/uftrace.data $PD/pfe5 $PEER_N $PEER_R" ;;
-	usft_function) echo "$USFT record -p function -o $PD/usft.trace $PD/pfe5 $PEER_N $PEER_R" ;;
-	usft_function_graph) echo "$USFT record -p function_graph -o $PD/usft.trace $PD/pfe5 $PEER_N $PEER_R" ;;
+	# rings sized to hold the run and pre-faulted, so page faults of the
+	# first pass are not timed (uftrace also keeps every event)
+	usft_function) echo "$USFT record -q --prefault -b $USFT_RING_KB -p function -o $PD/usft.trace $PD/pfe5 $PEER_N $PEER_R" ;;
+	usft_function_graph) echo "$USFT record -q --prefault -b $USFT_RING_KB -p function_graph -o $PD/usft.trace $PD/pfe5 $PEER_N $PEER_R" ;;
 	esac
 }
 cases=()
