@@ -12,6 +12,9 @@
 
 #include <stdbool.h>
 
+/* the kernel's name for this counter as a clocksource */
+#define ARCH_TRACE_CLOCKSOURCE	"arch_sys_counter"
+
 static inline __attribute__((always_inline)) unsigned long long arch_trace_cycles(void)
 {
 	unsigned long long c;
