@@ -52,6 +52,9 @@ struct jit {
 	int nfix;
 	unsigned long slots[MAX_SLOTS];
 	int nslots;
+	/* miss paths, emitted out of line after the epilogue */
+	struct { size_t jne_at, back_to; int slot; } miss[3 * USFT_TRAMP_MAX_LINKS];
+	int nmiss;
 };
 
 static void emit(struct jit *j, const void *p, size_t n)
@@ -234,6 +237,19 @@ static void live_regs(const struct usft_func_model *m, int *ngp, int *nxmm, bool
 	*rax = m->variadic;
 }
 
+/* ctx index of the @gpi-th integer argument register, or -1 (not in ctx) */
+static int ctx_of_gp(const struct usft_func_model *m, int gpi)
+{
+	for (int i = 0, g = 0; i < m->nr_args; i++) {
+		if (m->fp_mask & (1u << i))
+			continue;
+		if (g++ == gpi)
+			return i;
+	}
+	return -1;
+}
+
+/* integer argument registers already in ctx are not stored twice */
 static void save_regs(struct jit *j, const struct frame *f, const struct usft_func_model *m)
 {
 	int ngp, nxmm;
@@ -241,7 +257,8 @@ static void save_regs(struct jit *j, const struct frame *f, const struct usft_fu
 
 	live_regs(m, &ngp, &nxmm, &rax);
 	for (int i = 0; i < ngp; i++)
-		store(j, arg_regs[i], f->gp[i]);
+		if (ctx_of_gp(m, i) < 0)
+			store(j, arg_regs[i], f->gp[i]);
 	if (rax)
 		store(j, 0, f->rax);
 	store(j, 10, f->r10);
@@ -257,8 +274,11 @@ static void restore_regs(struct jit *j, const struct frame *f, const struct usft
 	live_regs(m, &ngp, &nxmm, &rax);
 	for (int x = 0; x < nxmm; x++)
 		xmm_op(j, 0x10, x, f->xmm + 16 * x);
-	for (int i = 0; i < ngp; i++)
-		load(j, arg_regs[i], f->gp[i]);
+	for (int i = 0; i < ngp; i++) {
+		int c = ctx_of_gp(m, i);
+
+		load(j, arg_regs[i], c < 0 ? f->gp[i] : f->ctx + 8 * c);
+	}
 	load(j, 10, f->r10);
 	if (rax)
 		load(j, 0, f->rax);
@@ -323,22 +343,14 @@ static size_t emit_prog(struct jit *j, const struct frame *f, unsigned long tpof
 		fix = j->len;
 		emit4(j, 0);
 	}
-	emit(j, "\xe9", 1);			/* jmp over the miss path */
-	{
-		size_t over = j->len;
-		unsigned int rel;
-
-		emit4(j, 0);
-		/* skip: a miss */
-		rel = (unsigned int)(j->len - (skip_at + 4));
-		if (!j->overflow)
-			memcpy(j->buf + skip_at, &rel, 4);
-		emit(j, "\x4c\x8b\x1d", 3);		/* mov misses(%rip), %r11 */
-		slot_ref(j, slot_misses);
-		emit(j, "\xf0\x49\xff\x03", 4);	/* lock incq (%r11) */
-		rel = (unsigned int)(j->len - (over + 4));
-		if (!j->overflow)
-			memcpy(j->buf + over, &rel, 4);
+	/* the miss path (a recursing callback) is out of line: no taken jump here */
+	if (j->nmiss < (int)ARRAY_SIZE(j->miss)) {
+		j->miss[j->nmiss].jne_at = skip_at;
+		j->miss[j->nmiss].back_to = j->len;
+		j->miss[j->nmiss].slot = slot_misses;
+		j->nmiss++;
+	} else {
+		j->overflow = true;
 	}
 	return fix;
 }
@@ -451,6 +463,15 @@ int arch_prepare_bpf_trampoline(const struct tramp_desc *d, unsigned char *buf, 
 		emit(&j, "\x48\x83\xc4\x08", 4);	/* add $8, rsp */
 	emit1(&j, 0xc3);				/* ret */
 	emit1(&j, 0xcc);
+	/* out-of-line miss paths: count the miss, go back after the callback */
+	for (int k = 0; k < j.nmiss; k++) {
+		fix_rel32(&j, j.miss[k].jne_at, j.len);
+		emit(&j, "\x4c\x8b\x1d", 3);		/* mov misses(%rip), %r11 */
+		slot_ref(&j, j.miss[k].slot);
+		emit(&j, "\xf0\x49\xff\x03", 4);	/* lock incq (%r11) */
+		emit(&j, "\xe9", 1);			/* jmp back */
+		emit4(&j, (unsigned int)(j.miss[k].back_to - (j.len + 4)));
+	}
 	/* the data words, 8-aligned, and the RIP-relative fix-ups */
 	while (j.len % 8)
 		emit1(&j, 0xcc);
