@@ -74,12 +74,6 @@ void arch_ftrace_trampoline_quiesce(struct ftrace_ops *ops);
 void arch_ftrace_trampoline_free(struct ftrace_ops *ops);
 
 /**
- * arch_ftrace_reachable() - can the site at @ip branch to @addr directly?
- * Tokens (callers, ops trampolines) are always reachable (a window copy).
- */
-bool arch_ftrace_reachable(unsigned long ip, unsigned long addr);
-
-/**
  * arch_ftrace_set_direct_caller() - from call_direct_funcs(): have the regs
  * caller continue into the direct trampoline @addr (x86: regs->orig_ax).
  */

@@ -288,17 +288,10 @@ static int ftrace_match_addr(struct ftrace_hash *hash, unsigned long *ips, unsig
 			     int remove)
 {
 	for (unsigned int i = 0; i < cnt; i++) {
-		struct dyn_ftrace *rec = lookup_rec(ips[i], ips[i]);
+		/* the site itself, or the site inside the function starting here */
+		unsigned long ip = ftrace_location(ips[i]);
 		struct ftrace_func_entry *e;
-		unsigned long ip = 0;
 
-		if (rec)
-			ip = rec->ip;
-		else {
-			extern unsigned long usft_ftrace_location_locked(unsigned long);
-
-			ip = usft_ftrace_location_locked(ips[i]);
-		}
 		if (!ip)
 			return -EINVAL;
 		if (remove) {

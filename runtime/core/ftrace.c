@@ -1509,11 +1509,6 @@ void ftrace_ops_assist_func(unsigned long ip, unsigned long parent_ip,
 
 /* ---- small extras ------------------------------------------------------ */
 
-unsigned long usft_ftrace_location_locked(unsigned long ip)
-{
-	return ftrace_location(ip);
-}
-
 USFT_API int usft_site_bytes(unsigned long ip, unsigned char *buf, size_t len)
 {
 	extern pthread_rwlock_t usft_objects_lock;

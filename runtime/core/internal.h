@@ -125,7 +125,6 @@ extern struct usft_object *usft_objects;
 struct dyn_ftrace *lookup_rec(unsigned long start, unsigned long end);
 struct ftrace_page *ftrace_rec_page(const struct dyn_ftrace *rec);
 const char *ftrace_rec_name(const struct dyn_ftrace *rec);
-struct usft_object *ftrace_rec_object(const struct dyn_ftrace *rec);
 int ftrace_records_init(void);
 /* Re-scan loaded objects (dlopen/dlclose); caller holds ftrace_lock. */
 int ftrace_records_sync(void);

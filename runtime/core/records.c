@@ -95,13 +95,6 @@ const char *ftrace_rec_name(const struct dyn_ftrace *rec)
 	return pg ? pg->names[rec - pg->records] : NULL;
 }
 
-struct usft_object *ftrace_rec_object(const struct dyn_ftrace *rec)
-{
-	struct ftrace_page *pg = ftrace_rec_page(rec);
-
-	return pg ? pg->obj : NULL;
-}
-
 static const struct usft_elf_sym *find_func(struct usft_object *obj, unsigned long ip)
 {
 	return usft_elf_find_sym(&obj->elf, ip - obj->bias);

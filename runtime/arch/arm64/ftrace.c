@@ -293,14 +293,6 @@ void arch_ftrace_set_direct_caller(struct ftrace_regs *fregs, unsigned long addr
 	arch_ftrace_regs(fregs)->direct_tramp = ftrace_jmp_get(addr);
 }
 
-bool arch_ftrace_reachable(unsigned long ip, unsigned long addr)
-{
-	addr = ftrace_jmp_get(addr);
-	if (is_caller_token(addr) || is_callsite_token(addr))
-		return true;
-	return a64_in_branch_range(ip, addr);
-}
-
 /* ---- per-callsite ops behind a literal --------------------------------- */
 
 /*

@@ -313,15 +313,6 @@ void arch_ftrace_set_direct_caller(struct ftrace_regs *fregs, unsigned long addr
 	arch_ftrace_regs(fregs)->regs.orig_ax = addr;
 }
 
-bool arch_ftrace_reachable(unsigned long ip, unsigned long addr)
-{
-	addr = ftrace_jmp_get(addr);
-	if (addr == FTRACE_ADDR || addr == FTRACE_REGS_ADDR || find_tramp(addr) ||
-	    addr == FTRACE_CALLSITE_ADDR || addr == FTRACE_CALLSITE_REGS_ADDR)
-		return true;
-	return x86_rel32_ok(ip, addr);
-}
-
 /* kernel ftrace_call_replace(): call, or jmp for a jmp-marked direct address */
 static int call_replace(unsigned char *buf, unsigned long ip, unsigned long addr, bool create)
 {
