@@ -51,13 +51,13 @@ GEN_FILE  := $(if $(filter Ninja%,$(GENERATOR)),build.ninja,Makefile)
 #   arm64_CTEST  := -L 'unit|conformance'
 #   arm64_PREREQ := arm64-sysroot
 # Run a subset with `make test TEST_STAGES="native clang"`, one with `make test-asan`.
-TEST_STAGES ?= native asan clang
+TEST_STAGES ?= native asan clang tsan
 
 # native: the main build (also `make build`), every ctest label.
 native_DIR    := $(BUILD_DIR)
 native_CMAKE  := -DCMAKE_BUILD_TYPE=RelWithDebInfo -DUSFT_WERROR=ON
-# Skip list (one reason per entry): none.
-native_CTEST  :=
+# Skip list (one reason per entry): the docs label has its own stage (last).
+native_CTEST  := -LE docs
 native_ENV    :=
 native_PREREQ :=
 
@@ -76,6 +76,15 @@ clang_CMAKE   := -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 clang_CTEST   := -L 'unit|conformance|fuzz'
 clang_ENV     := CC=clang
 clang_PREREQ  :=
+
+# tsan: ThreadSanitizer over the stress and torture suites; every entry of
+# tests/tsan.supp names the intended race it covers.
+tsan_DIR      := build-tsan
+tsan_CMAKE    := -DCMAKE_BUILD_TYPE=RelWithDebInfo -DUSFT_WERROR=ON \
+	-DUSFT_SANITIZE=thread -DUSFT_BUILD_BENCH=OFF
+tsan_CTEST    := -L 'stress|torture'
+tsan_ENV      := TSAN_OPTIONS=suppressions=$(CURDIR)/tests/tsan.supp:halt_on_error=1:second_deadlock_stack=1
+tsan_PREREQ   :=
 
 # arm64 / arm64-callops: the cross build (Debian's gcc-aarch64-linux-gnu)
 # whose unit and conformance suites run under qemu-user, once per site
@@ -96,6 +105,16 @@ arm64-callops_DIR   := build-arm64-callops
 arm64-callops_CMAKE := $(arm64_CMAKE) -DUSFT_INSTRUMENT_CALL_OPS=ON \
 	-DUSFT_BUILD_SAMPLES=OFF -DUSFT_BUILD_INJECT=OFF
 arm64-callops_CTEST := -L conformance
+
+# docs: every command block of docs/labs/*.md run as written (in the native
+# build, after the arm64 stages so the qemu lab finds its cross build), and
+# the man page / --help / options reference agreement.
+TEST_STAGES += docs
+docs_DIR      := $(BUILD_DIR)
+docs_CMAKE    := $(native_CMAKE)
+docs_CTEST    := -L docs
+docs_ENV      :=
+docs_PREREQ   :=
 
 # Build directories of the CMakePresets.json presets (removed by `make clean`).
 PRESET_DIRS := build-dev build-ci-gcc build-ci-clang build-asan build-tsan build-release
@@ -140,21 +159,21 @@ build: deps
 	$(call configure_build,native)
 
 # test-<stage>: configure + build + ctest of one stage; the ctest output is
-# kept in <dir>/usft-ctest.log for the summary of `make test`.
+# kept in <dir>/usft-ctest-<stage>.log for the summary of `make test`.
 define stage_rule
 .PHONY: test-$(1)
 test-$(1): deps $$($(1)_PREREQ)
-	rm -f $$($(1)_DIR)/usft-ctest.log
+	rm -f $$($(1)_DIR)/usft-ctest-$(1).log
 	$$(call configure_build,$(1))
-	$$($(1)_ENV) $$(CTEST) --test-dir $$($(1)_DIR) $$(CTEST_FLAGS) $$($(1)_CTEST) 2>&1 | tee $$($(1)_DIR)/usft-ctest.log
+	$$($(1)_ENV) $$(CTEST) --test-dir $$($(1)_DIR) $$(CTEST_FLAGS) $$($(1)_CTEST) 2>&1 | tee $$($(1)_DIR)/usft-ctest-$(1).log
 endef
-$(foreach s,$(filter-out $(ARM64_STAGES),$(sort native asan clang $(TEST_STAGES))),$(eval $(call stage_rule,$(s))))
+$(foreach s,$(filter-out $(ARM64_STAGES),$(sort native asan clang tsan docs $(TEST_STAGES))),$(eval $(call stage_rule,$(s))))
 
 # the arm64 stages: setup, skip or run, all in scripts/arm64-stage.sh
 define arm64_stage_rule
 .PHONY: test-$(1)
 test-$(1): deps
-	GENERATOR='$$(GENERATOR)' JOBS='$$(JOBS)' CTEST_TIMEOUT='$$(CTEST_TIMEOUT)' \
+	STAGE='$(1)' GENERATOR='$$(GENERATOR)' JOBS='$$(JOBS)' CTEST_TIMEOUT='$$(CTEST_TIMEOUT)' \
 	ARM64_CTEST='$$($(1)_CTEST)' ARM64_KILL_TIMEOUT='$$(ARM64_KILL_TIMEOUT)' \
 	bash scripts/arm64-stage.sh $$($(1)_DIR) $$($(1)_CMAKE)
 endef
@@ -183,7 +202,7 @@ test: deps
 		*" $$s:failed "*) st=failed ;; \
 		*) echo "stage $$s: not run"; continue ;; \
 		esac; \
-		line=$$(grep -Eo '[0-9]+ tests failed out of [0-9]+' $$d/usft-ctest.log 2>/dev/null | tail -n 1 || true); \
+		line=$$(grep -Eo '[0-9]+ tests failed out of [0-9]+' $$d/usft-ctest-$$s.log 2>/dev/null | tail -n 1 || true); \
 		if [ -n "$$line" ]; then \
 			f=$${line%% *}; t=$${line##* }; p=$$((t - f)); \
 			if [ $$st = failed ] && [ $$f = 0 ]; then f=1; fi; \

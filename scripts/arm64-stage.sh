@@ -6,7 +6,7 @@
 # cross-configure DIR with cmake/aarch64-linux-gnu.cmake (once), build, and
 # run ctest there under qemu with a per-test timeout and a hard SIGKILL
 # timeout around the whole run (criterion under qemu can spin forever; see
-# docs/arm64.md).  The ctest output goes to DIR/usft-ctest.log for the
+# docs/arm64.md).  The ctest output goes to DIR/usft-ctest-$STAGE.log for the
 # summary of `make test`.
 #
 # On a machine that cannot run arm64 binaries the stage prints a loud
@@ -14,7 +14,7 @@
 #
 # Environment: GENERATOR (Ninja), JOBS (2), CTEST_TIMEOUT (per test, 300),
 # ARM64_CTEST (ctest selection, "-L unit|conformance"),
-# ARM64_KILL_TIMEOUT (whole ctest run, 900 s).
+# ARM64_KILL_TIMEOUT (whole ctest run, 900 s), STAGE (log name, arm64).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -25,9 +25,10 @@ jobs=${JOBS:-2}
 per_test=${CTEST_TIMEOUT:-300}
 kill_after=${ARM64_KILL_TIMEOUT:-900}
 sel=${ARM64_CTEST:--L unit|conformance}
+log="$dir/usft-ctest-${STAGE:-arm64}.log"
 
 mkdir -p "$dir"
-rm -f "$dir/usft-ctest.log"
+rm -f "$log"
 echo "+ scripts/setup-arm64.sh"
 USFT_ARM64_SKIP_MARKER="$dir/.arm64-skip" USFT_ARM64_READY_MARKER="$dir/.arm64-ready" \
 	bash scripts/setup-arm64.sh
@@ -42,7 +43,7 @@ if [ -f "$dir/.arm64-skip" ]; then
 	echo "################################################################"
 	echo "## arm64 stage ($dir): SKIPPED - $reason"
 	echo "################################################################"
-	echo "SKIPPED: $reason" >"$dir/usft-ctest.log"
+	echo "SKIPPED: $reason" >"$log"
 	exit 0
 fi
 
@@ -60,10 +61,10 @@ sel_args=($sel)
 echo "+ timeout -s KILL $kill_after ctest --test-dir $dir --output-on-failure -j$jobs --timeout $per_test ${sel_args[*]}"
 set +e
 timeout -s KILL "$kill_after" ctest --test-dir "$dir" --output-on-failure -j"$jobs" \
-	--timeout "$per_test" "${sel_args[@]}" 2>&1 | tee "$dir/usft-ctest.log"
+	--timeout "$per_test" "${sel_args[@]}" 2>&1 | tee "$log"
 rc=${PIPESTATUS[0]}
 set -e
 if [ "$rc" = 137 ]; then
-	echo "## arm64 stage ($dir): ctest KILLED after ${kill_after}s (hung under qemu?)" | tee -a "$dir/usft-ctest.log"
+	echo "## arm64 stage ($dir): ctest KILLED after ${kill_after}s (hung under qemu?)" | tee -a "$log"
 fi
 exit "$rc"
