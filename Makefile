@@ -92,19 +92,20 @@ tsan_PREREQ   :=
 # scripts/arm64-stage.sh sets the machine up (scripts/setup-arm64.sh), runs
 # ctest with --timeout inside a hard `timeout -s KILL $(ARM64_KILL_TIMEOUT)`
 # and, where qemu cannot run, prints a loud SKIPPED line (a failure under
-# CI=true).  Bench is off: its stubs are x86-64 only so far.
+# CI=true).  Besides unit and conformance, the arm64 label selects what else
+# runs under qemu (direct samples, trampoline suites, fgraph, bench-smoke).
 TEST_STAGES += arm64 arm64-callops
 ARM64_STAGES := arm64 arm64-callops
 ARM64_KILL_TIMEOUT ?= 900
 arm64_DIR     := build-arm64
 arm64_CMAKE   := -DCMAKE_BUILD_TYPE=RelWithDebInfo -DUSFT_WERROR=ON -DUSFT_BUILD_BENCH=OFF
-arm64_CTEST   := -L unit|conformance
+arm64_CTEST   := -L unit|conformance|arm64
 arm64-callops_DIR   := build-arm64-callops
-# the second layout: only what the conformance suites need (unit tests are
-# not instrumented: the arm64 stage ran them)
+# the second layout: what the instrumented suites need (unit tests are not
+# instrumented: the arm64 stage ran them)
 arm64-callops_CMAKE := $(arm64_CMAKE) -DUSFT_INSTRUMENT_CALL_OPS=ON \
-	-DUSFT_BUILD_SAMPLES=OFF -DUSFT_BUILD_INJECT=OFF
-arm64-callops_CTEST := -L conformance
+	-DUSFT_BUILD_SAMPLES=ON -DUSFT_BUILD_INJECT=OFF
+arm64-callops_CTEST := -L conformance|arm64
 
 # docs: every command block of docs/labs/*.md run as written (in the native
 # build, after the arm64 stages so the qemu lab finds its cross build), and

@@ -52,6 +52,11 @@ case "$gen" in Ninja*) ;; *) gen_file=Makefile ;; esac
 if [ ! -f "$dir/$gen_file" ]; then
 	echo "+ cmake -S . -B $dir -G $gen -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake $*"
 	cmake -S . -B "$dir" -G "$gen" -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake "$@"
+elif [ $# -gt 0 ]; then
+	# an existing build directory gets the stage's current options (the
+	# Makefile's <stage>_CMAKE may have changed since it was configured)
+	echo "+ cmake -S . -B $dir $*"
+	cmake -S . -B "$dir" "$@" >/dev/null
 fi
 echo "+ cmake --build $dir"
 cmake --build "$dir"

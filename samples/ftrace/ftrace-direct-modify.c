@@ -42,6 +42,11 @@
 	__asm__ volatile("mov $-1, %%rdi\n\tmov $-1, %%rsi\n\tmov $-1, %%rdx\n\t"	\
 			 "mov $-1, %%rcx\n\tmov $-1, %%r8\n\tmov $-1, %%r9"	\
 			 ::: "rdi", "rsi", "rdx", "rcx", "r8", "r9")
+#elif defined(__aarch64__)
+#define CLOBBER_ARG_REGS()							\
+	__asm__ volatile("mov x0, #-1\n\tmov x1, #-1\n\tmov x2, #-1\n\tmov x3, #-1\n\t"	\
+			 "mov x4, #-1\n\tmov x5, #-1\n\tmov x6, #-1\n\tmov x7, #-1"	\
+			 ::: "x0", "x1", "x2", "x3", "x4", "x5", "x6", "x7")
 #else
 #define CLOBBER_ARG_REGS() do { } while (0)
 #endif

@@ -45,12 +45,21 @@
 	__asm__ volatile("mov $-1, %%rdi\n\tmov $-1, %%rsi\n\tmov $-1, %%rdx\n\t"	\
 			 "mov $-1, %%rcx\n\tmov $-1, %%r8\n\tmov $-1, %%r9"	\
 			 ::: "rdi", "rsi", "rdx", "rcx", "r8", "r9")
+#elif defined(__aarch64__)
+#define CLOBBER_ARG_REGS()							\
+	__asm__ volatile("mov x0, #-1\n\tmov x1, #-1\n\tmov x2, #-1\n\tmov x3, #-1\n\t"	\
+			 "mov x4, #-1\n\tmov x5, #-1\n\tmov x6, #-1\n\tmov x7, #-1"	\
+			 ::: "x0", "x1", "x2", "x3", "x4", "x5", "x6", "x7")
 #else
 #define CLOBBER_ARG_REGS() do { } while (0)
 #endif
 
-/* size of the patched instruction: the return address is site + 5 */
+/* size of the patched instruction: the return address is site + 5 (x86-64), + 4 (arm64) */
+#if defined(__aarch64__)
+#define MCOUNT_INSN_SIZE 4
+#else
 #define MCOUNT_INSN_SIZE 5
+#endif
 
 enum { TASK_RUNNING, TASK_INTERRUPTIBLE };
 

@@ -37,6 +37,11 @@
 	__asm__ volatile("mov $-1, %%rdi\n\tmov $-1, %%rsi\n\tmov $-1, %%rdx\n\t"	\
 			 "mov $-1, %%rcx\n\tmov $-1, %%r8\n\tmov $-1, %%r9"	\
 			 ::: "rdi", "rsi", "rdx", "rcx", "r8", "r9")
+#elif defined(__aarch64__)
+#define CLOBBER_ARG_REGS()							\
+	__asm__ volatile("mov x0, #-1\n\tmov x1, #-1\n\tmov x2, #-1\n\tmov x3, #-1\n\t"	\
+			 "mov x4, #-1\n\tmov x5, #-1\n\tmov x6, #-1\n\tmov x7, #-1"	\
+			 ::: "x0", "x1", "x2", "x3", "x4", "x5", "x6", "x7")
 #else
 #define CLOBBER_ARG_REGS() do { } while (0)
 #endif
@@ -118,6 +123,48 @@ static notrace unsigned int wake_all(const char *phase)
 	return bad;
 }
 
+/*
+ * The patched instruction: x86-64 a 5-byte call (E8 rel32) or jmp (E9), arm64
+ * the 4-byte BL slot after MOV X9, X30 (BL = 100101 imm26).
+ */
+#if defined(__aarch64__)
+#define SITE_LEN 4
+static notrace bool site_is_branch(const unsigned char *b)
+{
+	return (b[3] & 0xfc) == 0x94;
+}
+
+static notrace unsigned long site_target(unsigned long ip, const unsigned char *b)
+{
+	uint32_t insn;
+
+	memcpy(&insn, b, sizeof(insn));
+	return ip + (unsigned long)(long)(((int32_t)(insn << 6) >> 6) * 4);
+}
+#else
+#define SITE_LEN 5
+static notrace bool site_is_branch(const unsigned char *b)
+{
+	return b[0] == 0xe8 || b[0] == 0xe9;
+}
+
+static notrace unsigned long site_target(unsigned long ip, const unsigned char *b)
+{
+	int32_t rel32;
+
+	memcpy(&rel32, b + 1, sizeof(rel32));
+	return ip + SITE_LEN + (unsigned long)(long)rel32;
+}
+#endif
+
+static notrace void print_site(unsigned long ip, const unsigned char *b, const char *what)
+{
+	printf("site %#lx:", ip);
+	for (int i = 0; i < SITE_LEN; i++)
+		printf(" %02x", b[i]);
+	printf(" (%s)\n", what);
+}
+
 static notrace void usage(FILE *out)
 {
 	fprintf(out, "usage: ftrace-direct [--quiet]\n");
@@ -133,9 +180,8 @@ notrace int main(int argc, char **argv)
 	unsigned long before, during, after;
 	unsigned int bad = 0;
 	struct usft_stats st = { .sz = sizeof(st) };
-	unsigned char site[5];
+	unsigned char site[SITE_LEN];
 	unsigned long ip;
-	int32_t rel32;
 	int opt, ret;
 	bool ok;
 
@@ -177,14 +223,11 @@ notrace int main(int argc, char **argv)
 		return 1;
 	}
 
-	/* what the site looks like now: E8 rel32 to my_tramp when in reach */
-	if (usft_site_bytes(ip, site, sizeof(site)) == (int)sizeof(site) && !quiet) {
-		memcpy(&rel32, site + 1, sizeof(rel32));
-		printf("site %#lx: %02x %02x %02x %02x %02x (%s)\n", ip, site[0], site[1],
-		       site[2], site[3], site[4],
-		       site[0] == 0xe8 && ip + 5 + rel32 == (unsigned long)my_tramp ?
-		       "call my_tramp" : "through ftrace_regs_caller");
-	}
+	/* what the site looks like now: a call (BL on arm64) to my_tramp when in reach */
+	if (usft_site_bytes(ip, site, sizeof(site)) == (int)sizeof(site) && !quiet)
+		print_site(ip, site, site_is_branch(site) &&
+			   site_target(ip, site) == (unsigned long)my_tramp ?
+			   "call my_tramp" : "through ftrace_regs_caller");
 	if (!usft_stat(&st) && !quiet)
 		printf("direct sites: %lu patched straight, %lu through the caller\n",
 		       st.nr_direct_in_range, st.nr_direct_out_of_range);
@@ -201,14 +244,12 @@ notrace int main(int argc, char **argv)
 	bad += wake_all("detached");
 	after = helper_runs - before - during;
 
-	/* the site is back to its 5-byte NOP */
-	if (usft_site_bytes(ip, site, sizeof(site)) != (int)sizeof(site) || site[0] == 0xe8 ||
-	    site[0] == 0xe9) {
+	/* the site is back to its NOP */
+	if (usft_site_bytes(ip, site, sizeof(site)) != (int)sizeof(site) || site_is_branch(site)) {
 		fprintf(stderr, "ftrace-direct: site still patched after unregister\n");
 		bad++;
 	} else if (!quiet) {
-		printf("site %#lx: %02x %02x %02x %02x %02x (nop)\n", ip, site[0], site[1],
-		       site[2], site[3], site[4]);
+		print_site(ip, site, "nop");
 	}
 
 	ok = !bad && !before && !after && !helper_bad_arg && during == NR_TASKS;
