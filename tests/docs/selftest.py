@@ -1,0 +1,63 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""tests/docs/selftest.py - the docs runner fails pages that are wrong:
+an output that differs, a command that fails, a block that no longer equals
+its file; and passes the right ones.  (Without this a runner that always
+says "pass" would make every docs test meaningless.)"""
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import run_page  # noqa: E402
+
+CASES = [
+    # (name, page text, expected exit status of run_page)
+    ('good', '```sh\necho "a  b"; echo 3.25 0x1F; ls build/CMakeCache.txt\n```\n'
+             '```output\na b\n{num} {hex}\nbuild/CMakeCache.txt\n```\n', 0),
+    ('elision', '```sh\nseq 1 5\n```\n```output\n1\n...\n5\n```\n', 0),
+    ('state carries over', '```sh\ncd docs; X=1\n```\n```sh\necho $X ${PWD##*/}\n```\n'
+                           '```output\n1 docs\n```\n', 0),
+    ('wrong output', '```sh\necho 41\n```\n```output\n42\n```\n', 1),
+    ('extra line', '```sh\nseq 1 3\n```\n```output\n1\n2\n```\n', 1),
+    ('number is not a word', '```sh\necho x=abc\n```\n```output\nx={num}\n```\n', 1),
+    ('failing command', '```sh\nfalse\necho after\n```\n', 1),
+    ('failure stops the page', '```sh\nfalse\n```\n```sh\ntouch "$HOME/ran"\n```\n', 1),
+    ('expected failure', '```sh\nfalse || echo "exit status $?"\n```\n'
+                         '```output\nexit status 1\n```\n', 0),
+    ('skip', '<!-- docs-test: skip not here -->\n```sh\nfalse\n```\n', 0),
+    ('file drift', '<!-- docs-test: file tests/docs/CMakeLists.txt -->\n```cmake\nnot it\n```\n', 1),
+]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument('--source-root', required=True)
+    ap.add_argument('--build-dir', required=True)
+    a = ap.parse_args()
+    bad = 0
+    assert run_page.match_output('{num}\n...\n', '1\n2\n')
+    assert not run_page.match_output('{num}\n', 'one\n')
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, text, want in CASES:
+            page = os.path.join(tmp, 'page.md')
+            with open(page, 'w') as f:
+                f.write(text)
+            r = subprocess.run([sys.executable, os.path.join(HERE, 'run_page.py'),
+                                '--source-root', a.source_root, '--build-dir', a.build_dir,
+                                '--timeout', '30', page],
+                               capture_output=True, text=True, env=dict(os.environ, CI=''))
+            ok = r.returncode == want
+            bad += not ok
+            print(f'{"ok  " if ok else "FAIL"} {name}: exit {r.returncode}, want {want}')
+            if not ok:
+                print(r.stdout + r.stderr)
+    print(f'{len(CASES) - bad} passed, {bad} failed')
+    return 1 if bad else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
