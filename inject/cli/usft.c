@@ -48,7 +48,8 @@ static const struct {
 	{ "record",
 	  "usage: usft record [OPTIONS] [--] PROG [ARGS...]\n"
 	  "Run PROG (built with the patch flags) under the usft preload shim and record a trace.\n"
-	  "  -p, --plugin TRACER      function (default), function_graph or profile\n"
+	  "  -p, --plugin TRACER      function (default), function_graph, profile or nop\n"
+	  "      --tracer TRACER      the same as --plugin\n"
 	  "  -l, --filter GLOB        trace only matching functions (repeatable)\n"
 	  "  -n, --notrace GLOB       do not trace matching functions (repeatable)\n"
 	  "  -g, --graph-function F   function_graph: only F and what it calls (repeatable)\n"
@@ -95,7 +96,7 @@ void usft_usage(FILE *out, const char *cmd)
 		"  list     list the patchable functions of a program\n"
 		"  stat     print runtime options and counters\n"
 		"  help     help on a command (usft help record)\n\n"
-		"  --version, --help\n", usft_version());
+		"  -V, --version, -h, --help\n", usft_version());
 }
 
 int usft_usage_error(const char *cmd, const char *fmt, ...)
