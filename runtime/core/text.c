@@ -28,6 +28,21 @@ struct open_page {
 	unsigned long page;
 	int prot;
 };
+#ifdef USFT_DEBUG_YIELDS
+/* give the CPU away, spin a little or go on, in a fixed rotation */
+void usft_debug_step(void)
+{
+	static unsigned long steps;
+	unsigned long n = __atomic_add_fetch(&steps, 1, __ATOMIC_RELAXED);
+
+	if (n % 3 == 0)
+		sched_yield();
+	else if (n % 3 == 1)
+		for (unsigned long i = 0; i < (n * 2654435761UL) % 2048; i++)
+			__asm__ volatile("" ::: "memory");
+}
+#endif
+
 static struct open_page *open_pages;
 static size_t nr_open, cap_open;
 static long page_size;
@@ -72,8 +87,10 @@ int usft_text_open(unsigned long addr, size_t len)
 			cap_open = cap;
 		}
 		prot = usft_page_prot(p);
+		USFT_TEXT_STEP();
 		if (mprotect((void *)p, page_size, prot | PROT_WRITE | PROT_EXEC))
 			return -EPERM;
+		USFT_TEXT_STEP();
 		open_pages[nr_open].page = p;
 		open_pages[nr_open].prot = prot;
 		nr_open++;
@@ -95,6 +112,7 @@ int usft_text_close_all(void)
 	for (size_t i = 0; i < nr_open; i++) {
 		int tries = 0;
 
+		USFT_TEXT_STEP();
 		while (mprotect((void *)open_pages[i].page, page_size, open_pages[i].prot)) {
 			if (++tries == 5) {
 				pr_err("usft: cannot restore the protection of page %#lx (%d)\n",
@@ -125,6 +143,7 @@ static void sync_nop(ucontext_t *uc, void *arg)
 void usft_sync_core(void)
 {
 	usft_count(nr_syncs);
+	USFT_TEXT_STEP();
 	if (sync_core_ok && usft_opts.sync == 0) {
 		if (syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE, 0, 0) == 0)
 			return;

@@ -8,6 +8,19 @@
 #include <stddef.h>
 #include <ucontext.h>
 
+/*
+ * USFT_TEXT_STEP() - a point between two steps of the text patcher.  Debug
+ * builds (cmake -DUSFT_DEBUG_YIELDS=ON) yield the CPU or spin briefly there
+ * to widen the windows other threads can hit (the torture suite); otherwise
+ * it is nothing.  Never on the site -> trampoline -> callback path.
+ */
+#ifdef USFT_DEBUG_YIELDS
+void usft_debug_step(void);
+#define USFT_TEXT_STEP() usft_debug_step()
+#else
+#define USFT_TEXT_STEP() do { } while (0)
+#endif
+
 /* Make [addr, addr+len) writable (RWX: other threads keep executing it)
  * until usft_text_close_all().  Return: 0 or -EPERM. */
 int usft_text_open(unsigned long addr, size_t len);

@@ -34,7 +34,9 @@ int arm64_patch_insn(unsigned long pc, uint32_t old, uint32_t new)
 		return 0;
 	if (usft_text_open(pc, AARCH64_INSN_SIZE))
 		return -EPERM;
+	USFT_TEXT_STEP();
 	__atomic_store_n((uint32_t *)pc, new, __ATOMIC_RELEASE);
+	USFT_TEXT_STEP();
 	__builtin___clear_cache((char *)pc, (char *)pc + AARCH64_INSN_SIZE);
 	nr_written++;
 	usft_counters.nr_sites_written++;
@@ -51,6 +53,7 @@ int arm64_write_literal(unsigned long addr, unsigned long val)
 		return -EPERM;
 	/* a data word for ldr: ordered before the BL written after it */
 	__atomic_store_n((unsigned long *)addr, val, __ATOMIC_RELEASE);
+	USFT_TEXT_STEP();
 	nr_written++;
 	return 0;
 }
@@ -66,7 +69,11 @@ int arm64_patch_finish(void)
 	return ret;
 }
 
-int arm64_text_copy(unsigned long dst, const void *src, size_t len)
+/*
+ * @sync false: the caller syncs once for several copies before anything
+ * branches to them (ftrace_replace_code()'s first pass).
+ */
+int arm64_text_copy(unsigned long dst, const void *src, size_t len, bool sync)
 {
 	int ret = usft_text_open(dst, len);
 
@@ -75,6 +82,7 @@ int arm64_text_copy(unsigned long dst, const void *src, size_t len)
 		__builtin___clear_cache((char *)dst, (char *)dst + len);
 	}
 	ret |= usft_text_close_all();
-	usft_sync_core();
+	if (sync)
+		usft_sync_core();
 	return ret ? -EPERM : 0;
 }

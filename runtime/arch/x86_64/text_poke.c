@@ -235,18 +235,25 @@ int x86_poke_flush(void)
 	__atomic_add_fetch(&poke_gen, 1, __ATOMIC_SEQ_CST);	/* odd: in flight */
 	__atomic_store_n(&poke_active, 1, __ATOMIC_SEQ_CST);
 
-	for (i = 0; i < poke_nr; i++)
+	for (i = 0; i < poke_nr; i++) {
+		USFT_TEXT_STEP();
 		*(volatile unsigned char *)poke_vec[i].addr = INT3_INSN_OPCODE;
+	}
 	usft_sync_core();
 	if (relocate && usft_nr_threads() > 1)
 		usft_threads_rendezvous(relocate_thread, NULL);
-	for (i = 0; i < poke_nr; i++)
+	for (i = 0; i < poke_nr; i++) {
+		USFT_TEXT_STEP();
 		for (int k = 1; k < poke_vec[i].len; k++)
 			((volatile unsigned char *)poke_vec[i].addr)[k] = poke_vec[i].newb[k];
+	}
 	usft_sync_core();
-	for (i = 0; i < poke_nr; i++)
+	for (i = 0; i < poke_nr; i++) {
+		USFT_TEXT_STEP();
 		*(volatile unsigned char *)poke_vec[i].addr = poke_vec[i].newb[0];
+	}
 	usft_sync_core();
+	USFT_TEXT_STEP();
 
 	__atomic_store_n(&poke_active, 0, __ATOMIC_SEQ_CST);
 	__atomic_add_fetch(&poke_gen, 1, __ATOMIC_SEQ_CST);	/* even: done */
@@ -261,8 +268,10 @@ int x86_text_copy(unsigned long dst, const void *src, size_t len, bool sync)
 {
 	int ret = usft_text_open(dst, len);
 
+	USFT_TEXT_STEP();
 	if (!ret)
 		memcpy((void *)dst, src, len);
+	USFT_TEXT_STEP();
 	ret |= usft_text_close_all();
 	if (sync)
 		usft_sync_core();
