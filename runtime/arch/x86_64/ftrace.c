@@ -500,6 +500,15 @@ void arch_ftrace_update_trampoline(struct ftrace_ops *ops)
 	 * callers may rewrite ops->flags wholesale between registrations.
 	 */
 	p = ops->usft;
+	if (p && p->ops == ops && p->regs != !!(ops->flags & FTRACE_OPS_FL_SAVE_REGS)) {
+		/*
+		 * A static ops kept its trampoline from a registration with the
+		 * other SAVE_REGS setting (its attributes changed in between):
+		 * unused since that unregister's grace period, so build anew.
+		 */
+		arch_ftrace_trampoline_free(ops);
+		p = NULL;
+	}
 	if (p) {
 		if (!find_tramp(p->nr ? p->copy[0].addr : 0) || p->ops != ops)
 			return;
