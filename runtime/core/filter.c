@@ -5,6 +5,7 @@
  * match_records(), ftrace_set_hash(), ftrace_match_addr()).
  */
 #include <ctype.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include "core/internal.h"
@@ -361,6 +362,57 @@ out:
 	pthread_mutex_unlock(&ftrace_lock);
 	pthread_mutex_unlock(&ops->func_hash->regex_lock);
 	return ret;
+}
+
+static int cmp_ulong(const void *a, const void *b)
+{
+	unsigned long x = *(const unsigned long *)a, y = *(const unsigned long *)b;
+
+	return (x > y) - (x < y);
+}
+
+/*
+ * The sites a filter string selects, without an ops: what the kernel's
+ * set_graph_function matches with the same parser (ftrace_graph_set_hash()
+ * -> match_records()).  The first @max go to @ips in ascending order.
+ */
+USFT_API int usft_match_sites(const char *buf, int len, unsigned long *ips, size_t max)
+{
+	struct ftrace_func_entry *e;
+	struct ftrace_hash *hash;
+	size_t n = 0;
+	int ret;
+
+	if (!buf || (!ips && max))
+		return usft_err(-EINVAL);
+	ret = ftrace_lazy_init();
+	if (ret)
+		return usft_err(ret);
+	if (unlikely(ftrace_disabled))
+		return usft_err(-ENODEV);
+	pthread_mutex_lock(&ftrace_lock);
+	ret = ftrace_records_sync();
+	if (ret)
+		goto out;
+	hash = alloc_ftrace_hash(FTRACE_HASH_DEFAULT_BITS);
+	if (!hash) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	ret = match_buffer(hash, (const unsigned char *)buf, len);
+	if (!ret) {
+		for (unsigned long i = 0; i < (1UL << hash->size_bits); i++)
+			for (e = hash->buckets[i]; e; e = e->hnext, n++)
+				if (n < max)
+					ips[n] = e->ip;
+		if (max && n)
+			qsort(ips, n < max ? n : max, sizeof(*ips), cmp_ulong);
+		ret = n > INT_MAX ? INT_MAX : (int)n;
+	}
+	free_ftrace_hash(hash);
+out:
+	pthread_mutex_unlock(&ftrace_lock);
+	return ret < 0 ? usft_err(ret) : ret;
 }
 
 USFT_API int ftrace_set_filter(struct ftrace_ops *ops, unsigned char *buf, int len, int reset)

@@ -93,43 +93,107 @@ bool usft_reapply_filters(struct ftrace_ops *ops)
 
 /* ---- -g: graph functions --------------------------------------------- */
 
-#define MAX_GRAPH_FUNCS 64
-static unsigned long graph_funcs[MAX_GRAPH_FUNCS];
-static unsigned int nr_graph_funcs;
+/*
+ * The sites -g selects (kernel set_graph_function: the filter syntax, globs
+ * included; a '!' token removes), a sorted array published for the entry
+ * callback.  A re-resolve (dlopen) publishes a new array; the old ones are
+ * freed by usft_free_graph_funcs() once the graph ops is unregistered.
+ */
+struct graph_set {
+	struct graph_set *old;
+	size_t n;
+	unsigned long ips[];
+};
+#define MAX_GRAPH_SITES 65536
+static struct graph_set *graph_set;
 static char *saved_graph_names;
 
-/* Return: how many names resolved to a site. */
+static int cmp_ip(const void *a, const void *b)
+{
+	unsigned long x = *(const unsigned long *)a, y = *(const unsigned long *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* drop from @set the sites of @glob */
+static size_t graph_set_remove(struct graph_set *set, size_t n, const char *glob)
+{
+	int r = usft_match_sites(glob, -1, NULL, 0);
+	unsigned long *gone;
+	size_t k = 0;
+
+	if (r <= 0 || !(gone = malloc((size_t)r * sizeof(*gone))))
+		return n;
+	r = usft_match_sites(glob, -1, gone, (size_t)r);
+	for (size_t i = 0; i < n; i++)
+		if (r <= 0 || !bsearch(&set->ips[i], gone, (size_t)r, sizeof(*gone), cmp_ip))
+			set->ips[k++] = set->ips[i];
+	free(gone);
+	return k;
+}
+
+/* Return: how many sites the names select (names matching nothing are skipped). */
 int usft_resolve_graph_funcs(const char *names)
 {
-	char *copy, *save = NULL;
-	unsigned int n = 0;
+	char *copy, *g, *save = NULL;
+	struct graph_set *set;
+	size_t n = 0;
 
 	if (names && names != saved_graph_names) {
 		free(saved_graph_names);
 		saved_graph_names = strdup(names);
 	}
-	if (!saved_graph_names || !(copy = strdup(saved_graph_names)))
+	if (!saved_graph_names)
 		return 0;
-	for (char *g = strtok_r(copy, " \t\n,", &save); g && n < MAX_GRAPH_FUNCS;
-	     g = strtok_r(NULL, " \t\n,", &save)) {
-		unsigned long a = usft_lookup_name(g), site = a ? ftrace_location(a) : 0;
+	set = malloc(sizeof(*set) + MAX_GRAPH_SITES * sizeof(set->ips[0]));
+	if (!set)
+		return 0;
+	/* adds first, then removals, whatever their order (kernel: one hash) */
+	for (int pass = 0; pass < 2; pass++) {
+		if (!(copy = strdup(saved_graph_names)))
+			break;
+		for (g = strtok_r(copy, " \t\n,", &save); g; g = strtok_r(NULL, " \t\n,", &save)) {
+			int r;
 
-		if (site)
-			__atomic_store_n(&graph_funcs[n++], site, __ATOMIC_RELAXED);
+			if ((*g == '!') != pass)
+				continue;
+			if (pass) {
+				n = graph_set_remove(set, n, g + 1);
+				continue;
+			}
+			r = usft_match_sites(g, -1, set->ips + n, MAX_GRAPH_SITES - n);
+			if (r > 0)
+				n += (size_t)r < MAX_GRAPH_SITES - n ? (size_t)r : MAX_GRAPH_SITES - n;
+		}
+		free(copy);
+		if (!pass)
+			qsort(set->ips, n, sizeof(set->ips[0]), cmp_ip);
 	}
-	free(copy);
-	__atomic_store_n(&nr_graph_funcs, n, __ATOMIC_RELEASE);
+	set->n = n;
+	set->old = graph_set;
+	__atomic_store_n(&graph_set, set, __ATOMIC_RELEASE);
 	return (int)n;
+}
+
+/* after unregister_ftrace_graph(): no reader is left */
+void usft_free_graph_funcs(void)
+{
+	struct graph_set *set = graph_set;
+
+	__atomic_store_n(&graph_set, NULL, __ATOMIC_RELEASE);
+	while (set) {
+		struct graph_set *o = set->old;
+
+		free(set);
+		set = o;
+	}
 }
 
 bool usft_graph_func_match(unsigned long ip)
 {
-	unsigned int n = __atomic_load_n(&nr_graph_funcs, __ATOMIC_ACQUIRE);
+	const struct graph_set *set = __atomic_load_n(&graph_set, __ATOMIC_ACQUIRE);
 
-	for (unsigned int i = 0; i < n; i++)
-		if (graph_funcs[i] == ip)
-			return true;
-	return false;
+	return set && bsearch(&ip, set->ips, set->n, sizeof(ip), cmp_ip);
 }
 
 /* ---- the function tracer --------------------------------------------- */

@@ -144,6 +144,7 @@ static void graph_reset(void)
 	if (graph_registered)
 		unregister_ftrace_graph(&graph_ops);
 	graph_registered = false;
+	usft_free_graph_funcs();
 }
 
 static void graph_refilter(void)

@@ -68,6 +68,7 @@ int usft_apply_filters(struct ftrace_ops *ops, const struct usft_trace_opts *o);
 bool usft_reapply_filters(struct ftrace_ops *ops);
 int usft_resolve_graph_funcs(const char *names);
 bool usft_graph_func_match(unsigned long ip);
+void usft_free_graph_funcs(void);
 
 /* trace_profile.c: fold the table of a slot whose thread exited into the result */
 void usft_profile_merge_slot(struct usft_tbuf *b);

@@ -330,6 +330,40 @@ Test(ftrace_location, maps_function_and_site)
 	}
 }
 
+static int cmp_ulong(const void *a, const void *b)
+{
+	unsigned long x = *(const unsigned long *)a, y = *(const unsigned long *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* set_graph_function matching without an ops: the same parser, sorted sites */
+Test(usft_match_sites, globs_bang_count_and_errors)
+{
+	unsigned long ips[NR_FUNCS + 4], want[4];
+	int n;
+
+	cr_assert_eq(usft_init(), 0);
+	n = usft_match_sites("cf_flt_sch*", -1, ips, NR_FUNCS + 4);
+	cr_assert_eq(n, 3, "cf_flt_sch* selected %d sites", n);	/* sched schxdule schedule */
+	want[0] = ftrace_location((unsigned long)cf_flt_sched);
+	want[1] = ftrace_location((unsigned long)cf_flt_schxdule);
+	want[2] = ftrace_location((unsigned long)cf_flt_schedule);
+	qsort(want, 3, sizeof(want[0]), cmp_ulong);
+	cr_assert_arr_eq(ips, want, 3 * sizeof(want[0]));
+	/* a '!' token removes from what the buffer selected so far */
+	cr_assert_eq(usft_match_sites("cf_flt_sch* !cf_flt_schxdule", -1, ips, 4), 2);
+	cr_assert_eq(usft_match_sites("cf_flt_alpha*junk", 13, NULL, 0), 1, "len honoured");
+	cr_assert_eq(usft_match_sites("cf_flt_*", -1, NULL, 0), NR_FUNCS, "count only");
+	cr_assert_eq(usft_match_sites("cf_flt_*", -1, ips, 2), NR_FUNCS, "more than max");
+	cr_assert_lt(ips[0], ips[1]);
+	errno = 0;
+	cr_assert_eq(usft_match_sites("cf_flt_nothing*", -1, ips, 4), -EINVAL);
+	cr_assert_eq(errno, EINVAL);
+	cr_assert_eq(usft_match_sites(NULL, -1, ips, 4), -EINVAL);
+	cr_assert_eq(usft_match_sites("cf_flt_alpha", -1, NULL, 4), -EINVAL);
+}
+
 Test(ftrace_location, rejects_non_sites)
 {
 	cr_assert_eq(usft_init(), 0);

@@ -302,6 +302,9 @@ def case_filters():
 
 def case_graph_function():
     graph_case("graph_function", "nest", extra=("-g", "middle", "-g", "tail_caller"))
+    # set_graph_function syntax: globs, and '!' removes whatever the order
+    graph_case("graph_function", "nest", extra=("-g", "mid*", "-g", "tail_c*", "-g", "!tail_callee"))
+    graph_case("graph_function", "nest", extra=("-g", "!*callee !outer", "-g", "*ddle tail_*"))
 
 
 def case_max_depth():

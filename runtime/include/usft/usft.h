@@ -89,6 +89,17 @@ USFT_API const char *usft_kallsyms_lookup(unsigned long addr, unsigned long *off
 USFT_API unsigned long usft_lookup_name(const char *name);
 
 /**
+ * usft_match_sites() - the sites selected by @buf, a filter string in the
+ * syntax of ftrace_set_filter() (globs, '!', ':mod:', indexes; tokens
+ * separated by white space; @len < 0: NUL-terminated), without an ops: the
+ * kernel's set_graph_function matching.  The first @max sites go to @ips,
+ * sorted ascending (@ips may be NULL when @max is 0: count only).
+ * Return: the number of sites selected (may exceed @max); -EINVAL (a token
+ * matching nothing), -ENOMEM, -ENODEV.
+ */
+USFT_API int usft_match_sites(const char *buf, int len, unsigned long *ips, size_t max);
+
+/**
  * usft_alloc_trampoline() - copy @len bytes of position-independent code
  * into executable trampoline memory and return its address.  Placement
  * follows the tramp_placement option: "near" puts it within branch range
