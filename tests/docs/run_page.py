@@ -187,7 +187,7 @@ cd "$1" || exit 99
 __docs_dir=$2
 __docs_run() {
 	__docs_failed=0
-	trap '__docs_failed=1; echo "docs-test: command failed (exit $?): $BASH_COMMAND" >&2' ERR
+	trap '__docs_rc=$?; __docs_failed=1; echo "docs-test: command failed (exit $__docs_rc): $BASH_COMMAND" >&2' ERR
 	source "$__docs_dir/block$1.sh" >"$__docs_dir/out$1" 2>&1 </dev/null
 	trap - ERR
 	echo "$__docs_failed" >"$__docs_dir/rc$1"
