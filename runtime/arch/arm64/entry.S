@@ -219,9 +219,11 @@ ftrace_caller_ops:
 	/*
 	 * Direct fast path (kernel ftrace_caller_direct): nothing saved;
 	 * leave the tasks span and branch with x9/x30 as they came.  BR X17
-	 * may land on a BTI C or PACIASP.
+	 * may land on a BTI C or PACIASP.  A jmp-marked address (bit 0,
+	 * ftrace_jmp_set()) is called like any other on arm64: drop the bit.
 	 */
 	TASK_UNMARK_X10
+	and	x17, x17, #~1
 	br	x17
 	.balign 8
 	.globl	ftrace_caller_ops_data

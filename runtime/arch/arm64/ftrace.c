@@ -145,6 +145,9 @@ static bool site_call_ops(unsigned long ip)
 
 /* ---- caller copies ----------------------------------------------------- */
 
+/* per-site copies written since the last sync */
+static bool copies_unsynced;
+
 static unsigned long make_copy(struct usft_window *w, bool ops_caller, struct ftrace_callsite *cs)
 {
 	const char *tmpl = ops_caller ? ftrace_caller_ops : ftrace_caller;
@@ -186,8 +189,14 @@ static unsigned long make_copy(struct usft_window *w, bool ops_caller, struct ft
 			d->funcp = (unsigned long)&arm64_ftrace_call_func;
 		}
 	}
-	ret = arm64_text_copy(addr, buf, size);
+	/*
+	 * Per-site copies are made by ftrace_replace_code()'s first pass,
+	 * which syncs once for all of them before any BL reaches one.
+	 */
+	ret = arm64_text_copy(addr, buf, size, cs == NULL);
 	free(buf);
+	if (!ret && cs)
+		copies_unsynced = true;
 	if (ret) {
 		usft_execmem_free(w, addr, size);
 		return 0;
@@ -493,6 +502,11 @@ static int bl_to(unsigned long pc, unsigned long addr, bool create, uint32_t *in
 
 	if (!target || !a64_in_branch_range(pc, target))
 		return -EINVAL;
+	/* a copy made outside ftrace_replace_code()'s first pass */
+	if (copies_unsynced) {
+		usft_sync_core();
+		copies_unsynced = false;
+	}
 	*insn = a64_branch(pc, target, true);
 	return 0;
 }
@@ -567,6 +581,24 @@ void ftrace_replace_code(int enable)
 
 	if (unlikely(ftrace_disabled))
 		return;
+	/*
+	 * First pass: the per-site caller copies that the new targets need
+	 * (per_callsite_ops), then one sync for all of them instead of one
+	 * each; bl_to() syncs for a copy made later.
+	 */
+	do_for_each_ftrace_rec(pg, rec) {
+		int t;
+
+		if ((rec->flags & FTRACE_FL_DISABLED) && !(rec->flags & FTRACE_FL_ENABLED))
+			continue;
+		t = ftrace_test_record(rec, enable);
+		if (t == FTRACE_UPDATE_MAKE_CALL || t == FTRACE_UPDATE_MODIFY_CALL)
+			resolve(rec->ip, ftrace_get_addr_new(rec), true);
+	} while_for_each_ftrace_rec();
+	if (copies_unsynced) {
+		usft_sync_core();
+		copies_unsynced = false;
+	}
 	do_for_each_ftrace_rec(pg, rec) {
 		unsigned long new_addr, old_addr;
 		int ret;

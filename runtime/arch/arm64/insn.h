@@ -76,7 +76,7 @@ int arm64_patch_insn(unsigned long pc, uint32_t old, uint32_t new);
 /* one aligned 64-bit store of the CALL_OPS literal (no compare) */
 int arm64_write_literal(unsigned long addr, unsigned long val);
 /* copy @len bytes into not-yet-used trampoline memory, flush, sync */
-int arm64_text_copy(unsigned long dst, const void *src, size_t len);
+int arm64_text_copy(unsigned long dst, const void *src, size_t len, bool sync);
 /* the end of a batch: close the pages; SYNC_CORE if anything was written */
 int arm64_patch_finish(void);
 
