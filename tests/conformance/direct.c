@@ -39,10 +39,16 @@ void direct_hit_jmp(unsigned long arg0, unsigned long ret);
 /* a trampoline that failed to save an argument register shows in the result */
 static notrace void clobber_args(void)
 {
+#if defined(__aarch64__)
+	asm volatile("mov x0, #0x5a5a\n\tmov x1, x0\n\tmov x2, x0\n\tmov x3, x0\n\t"
+		     "mov x4, x0\n\tmov x5, x0\n\tmov x6, x0\n\tmov x7, x0\n\tmov x8, x0"
+		     ::: "x0", "x1", "x2", "x3", "x4", "x5", "x6", "x7", "x8", "memory");
+#else
 	asm volatile("mov $0x5a5a5a5a, %%eax\n\t"
 		     "mov %%rax, %%rdi\n\tmov %%rax, %%rsi\n\tmov %%rax, %%rdx\n\t"
 		     "mov %%rax, %%rcx\n\tmov %%rax, %%r8\n\tmov %%rax, %%r9\n\t"
 		     ::: "rax", "rdi", "rsi", "rdx", "rcx", "r8", "r9", "memory", "cc");
+#endif
 }
 
 /*
@@ -126,6 +132,23 @@ static void call_all(long k)
 
 /* ---- site bytes --------------------------------------------------------- */
 
+/* e8 (arm64: BL) straight to the direct trampoline */
+#define expect_direct(fn, tramp)                                               \
+	do {                                                                   \
+		expect_call(fn);                                               \
+		cr_assert_eq(tc_call_target((const void *)(fn)), (tramp),      \
+			     "site of %s calls %#lx, not the direct tramp %#lx", \
+			     #fn, tc_call_target((const void *)(fn)),          \
+			     (unsigned long)(tramp));                          \
+	} while (0)
+
+#if defined(__aarch64__)
+/*
+ * arm64 has no jmp mode: a jmp-marked direct address is called like any
+ * other (docs/arm64.md), so "jmp straight to the trampoline" is a BL to it.
+ */
+#define expect_jmp(fn, tramp) expect_direct(fn, tramp)
+#else
 /* target of an e8/e9 at @fn's site, 0 if the opcode is not @op */
 static notrace unsigned long branch_target(const void *fn, unsigned char op)
 {
@@ -137,16 +160,6 @@ static notrace unsigned long branch_target(const void *fn, unsigned char op)
 	memcpy(&rel, b + 1, 4);
 	return tc_site(fn) + TC_SITE_SIZE + (long)rel;
 }
-
-/* e8 straight to the direct trampoline */
-#define expect_direct(fn, tramp)                                               \
-	do {                                                                   \
-		expect_call(fn);                                               \
-		cr_assert_eq(tc_call_target((const void *)(fn)), (tramp),      \
-			     "site of %s calls %#lx, not the direct tramp %#lx", \
-			     #fn, tc_call_target((const void *)(fn)),          \
-			     (unsigned long)(tramp));                          \
-	} while (0)
 
 /* e9 straight to the direct trampoline */
 #define expect_jmp(fn, tramp)                                                  \
@@ -161,6 +174,7 @@ static notrace unsigned long branch_target(const void *fn, unsigned char op)
 			     branch_target((const void *)(fn), 0xe9),          \
 			     (unsigned long)(tramp));                          \
 	} while (0)
+#endif
 
 /* e8 to something that is not the direct trampoline (a caller) */
 #define expect_not_direct(fn, tramp)                                           \
@@ -626,9 +640,16 @@ static unsigned long copy_far_tramp(size_t *lenp)
 
 static bool rel32_reachable(unsigned long site, unsigned long target)
 {
+#if defined(__aarch64__)
+	/* BL: +-128 MiB from the BL itself */
+	long d = (long)(target - site);
+
+	return d >= -(128L << 20) && d < (128L << 20);
+#else
 	long d = (long)(target - (site + TC_SITE_SIZE));
 
 	return d >= INT32_MIN && d <= INT32_MAX;
+#endif
 }
 
 static void check_far_calls(long from, int n)
