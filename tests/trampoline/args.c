@@ -122,6 +122,15 @@ static notrace long tr_notrace(long x)
 
 static notrace void clobber_all(void)
 {
+#if defined(__aarch64__)
+	asm volatile("mov x0, #0x5a5a\n\tmov x1, x0\n\tmov x2, x0\n\tmov x3, x0\n\t"
+		     "mov x4, x0\n\tmov x5, x0\n\tmov x6, x0\n\tmov x7, x0\n\t"
+		     "mov x8, x0\n\tmov x9, x0\n\tmov x10, x0\n\tmov x11, x0\n\t"
+		     "dup v0.2d, x0\n\tdup v1.2d, x0\n\tdup v2.2d, x0\n\tdup v3.2d, x0\n\t"
+		     "dup v4.2d, x0\n\tdup v5.2d, x0\n\tdup v6.2d, x0\n\tdup v7.2d, x0"
+		     ::: "x0", "x1", "x2", "x3", "x4", "x5", "x6", "x7", "x8", "x9", "x10",
+		       "x11", "v0", "v1", "v2", "v3", "v4", "v5", "v6", "v7", "memory");
+#else
 	asm volatile("mov $0x5a5a5a5a, %%eax\n\t"
 		     "mov %%rax, %%rdi\n\tmov %%rax, %%rsi\n\tmov %%rax, %%rdx\n\t"
 		     "mov %%rax, %%rcx\n\tmov %%rax, %%r8\n\tmov %%rax, %%r9\n\t"
@@ -132,6 +141,7 @@ static notrace void clobber_all(void)
 		     ::: "rax", "rdi", "rsi", "rdx", "rcx", "r8", "r9", "r10", "r11",
 		       "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7",
 		       "memory", "cc");
+#endif
 }
 
 struct seen {
