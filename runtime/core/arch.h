@@ -92,4 +92,52 @@ int arch_ftrace_site_bytes(unsigned long ip, unsigned char *buf, size_t len);
 /** arch_ftrace_object_removed() - forget near-window state of @obj. */
 void arch_ftrace_object_removed(struct usft_object *obj);
 
+/*
+ * Function graph return hooking (core/fgraph.c).  A hooked frame is known
+ * by an identity that is the same at the site and in return_to_handler and
+ * orders like the stack (a deeper call: lower or equal; a tail call: equal):
+ *  arch_fgraph_ret_slot(fregs)   where the return address is at the site
+ *                                (read, then replaced by return_to_handler)
+ *  arch_fgraph_frame_id(fregs)   the frame's identity, at the site
+ *  arch_fgraph_return_id(fregs)  the same identity, in return_to_handler
+ *  arch_fgraph_id_slot(id)       where that frame's return address is kept
+ *                                while the function runs, NULL if unknown
+ *  arch_fgraph_owns_slot(id, p)  does a return address an unwinder found
+ *                                at @p belong to frame @id (ftrace_graph_ret_addr)
+ * Default (x86-64): the return address is on the stack at the site's sp,
+ * and that slot is the identity.  An arch with the return address in a
+ * register (arm64: the site's x9/x30) defines ARCH_HAS_FGRAPH_FRAME and
+ * all five in its asm/ftrace.h.  usft_fgraph_unwind_end(@sp) drops frames
+ * whose identity is at or below @sp: with entry-sp identities (arm64) that
+ * never drops a live frame, and the frames it leaves are dropped as gone
+ * by the next traced call from their caller.
+ */
+#ifndef ARCH_HAS_FGRAPH_FRAME
+static __always_inline unsigned long *arch_fgraph_ret_slot(struct ftrace_regs *fregs)
+{
+	return (unsigned long *)ftrace_regs_get_stack_pointer(fregs);
+}
+
+static __always_inline unsigned long arch_fgraph_frame_id(struct ftrace_regs *fregs)
+{
+	return ftrace_regs_get_stack_pointer(fregs);
+}
+
+/* return_to_handler was entered by the ret that popped the slot */
+static __always_inline unsigned long arch_fgraph_return_id(struct ftrace_regs *fregs)
+{
+	return ftrace_regs_get_stack_pointer(fregs) - sizeof(unsigned long);
+}
+
+static __always_inline unsigned long *arch_fgraph_id_slot(unsigned long id)
+{
+	return (unsigned long *)id;
+}
+
+static __always_inline bool arch_fgraph_owns_slot(unsigned long id, const unsigned long *retp)
+{
+	return id == (unsigned long)retp;
+}
+#endif
+
 #endif /* USFT_CORE_ARCH_H */

@@ -49,6 +49,7 @@
 #include <time.h>
 #include <usft/fgraph.h>
 #include "core/internal.h"
+#include "core/arch.h"
 
 #if __has_include("asm/trace_clock.h")
 #include "asm/trace_clock.h"
@@ -222,7 +223,7 @@ enum {
 
 struct fgraph_frame {
 	unsigned long ret;	/* the real return address (or return_to_handler: tail call) */
-	unsigned long retp;	/* where it was taken from */
+	unsigned long retp;	/* where it was taken from (the frame's identity, core/arch.h) */
 	unsigned long func;
 	unsigned long long calltime;
 	unsigned int mask;	/* fgraph_array indices that want the return */
@@ -418,7 +419,7 @@ static void fgraph_entry_func(unsigned long ip, unsigned long parent_ip,
 	const unsigned long rth = (unsigned long)return_to_handler;
 	struct ftrace_graph_ent trace;
 	struct fgraph_frame *f;
-	unsigned long *retp, ret;
+	unsigned long *retp, ret, id;
 	unsigned long long now;
 	unsigned int sd;
 	int bit, top;
@@ -436,7 +437,8 @@ static void fgraph_entry_func(unsigned long ip, unsigned long parent_ip,
 	barrier();
 	if (unlikely(!t->frames) && fgraph_claim_stack(t))
 		goto out;
-	retp = (unsigned long *)ftrace_regs_get_stack_pointer(fregs);
+	retp = arch_fgraph_ret_slot(fregs);
+	id = arch_fgraph_frame_id(fregs);
 	ret = READ_ONCE(*retp);
 	top = t->top;
 	sd = fgraph_sig_depth();
@@ -446,7 +448,7 @@ static void fgraph_entry_func(unsigned long ip, unsigned long parent_ip,
 		 * otherwise this is a tail call from a hooked frame.
 		 */
 		f = top ? &t->frames[top - 1] : NULL;
-		if (f && f->retp == (unsigned long)retp && f->func == ip &&
+		if (f && f->retp == id && f->func == ip &&
 		    (f->flags & FRAME_HOOKED) && !(f->mask & (1U << gops->idx))) {
 			trace.func = ip;
 			trace.depth = top - 1;
@@ -466,8 +468,8 @@ static void fgraph_entry_func(unsigned long ip, unsigned long parent_ip,
 		 * rule also catches frames left by siglongjmp() out of a
 		 * handler, after which the signal level reads one too high.
 		 */
-		while (top && unlikely(t->frames[top - 1].retp <= (unsigned long)retp) &&
-		       (t->frames[top - 1].retp == (unsigned long)retp ||
+		while (top && unlikely(t->frames[top - 1].retp <= id) &&
+		       (t->frames[top - 1].retp == id ||
 			t->frames[top - 1].sig_depth == sd)) {
 			top--;
 			t->top = top;
@@ -480,7 +482,7 @@ static void fgraph_entry_func(unsigned long ip, unsigned long parent_ip,
 	}
 	f = &t->frames[top];
 	f->ret = ret;
-	f->retp = (unsigned long)retp;
+	f->retp = id;
 	f->func = ip;
 	f->calltime = now;
 	f->mask = 0;
@@ -546,7 +548,7 @@ unsigned long fgraph_return_to_handler(struct ftrace_regs *fregs)
 	now = trace_clock_local();
 	usft_task.nest++;
 	barrier();
-	retp = ftrace_regs_get_stack_pointer(fregs) - sizeof(unsigned long);
+	retp = arch_fgraph_return_id(fregs);
 	t->busy++;
 	barrier();
 	top = t->top;
@@ -607,7 +609,7 @@ USFT_API unsigned long ftrace_graph_ret_addr(struct task_struct *task, int *idx,
 	if (task || !return_to_handler || ret != (unsigned long)return_to_handler || !t->frames)
 		return ret;
 	for (int i = t->top - 1; i >= 0; i--) {
-		if (t->frames[i].retp != (unsigned long)retp)
+		if (!arch_fgraph_owns_slot(t->frames[i].retp, retp))
 			continue;
 		ret = t->frames[i].ret;
 		if (ret != (unsigned long)return_to_handler)
@@ -628,11 +630,11 @@ USFT_API void usft_fgraph_unwind_begin(void)
 	/* top down, so a tail-call pair ends with the outer frame's real address */
 	for (int i = t->top - 1; i >= 0; i--) {
 		struct fgraph_frame *f = &t->frames[i];
-		unsigned long *slot = (unsigned long *)f->retp;
+		unsigned long *slot = arch_fgraph_id_slot(f->retp);
 
 		if (!(f->flags & FRAME_HOOKED))
 			continue;
-		if (READ_ONCE(*slot) == rth)
+		if (slot && READ_ONCE(*slot) == rth)
 			WRITE_ONCE(*slot, f->ret);
 		f->flags &= ~FRAME_HOOKED;
 	}
@@ -661,11 +663,11 @@ USFT_API void usft_fgraph_unwind_end(unsigned long sp)
 	/* bottom up, so a tail-call pair's slot ends up hooked */
 	for (int i = 0; i < top; i++) {
 		struct fgraph_frame *f = &t->frames[i];
-		unsigned long *slot = (unsigned long *)f->retp;
+		unsigned long *slot = arch_fgraph_id_slot(f->retp);
 
 		if ((f->flags & FRAME_HOOKED) || !f->mask)
 			continue;
-		if (READ_ONCE(*slot) == f->ret) {
+		if (slot && READ_ONCE(*slot) == f->ret) {
 			WRITE_ONCE(*slot, rth);
 			f->flags |= FRAME_HOOKED;
 		}
