@@ -22,4 +22,71 @@
 #define USFT_OPS_FUNC			0
 #define USFT_OPS_DIRECT_CALL		200
 
+#ifndef __ASSEMBLER__
+#include <stdbool.h>
+#include <usft/ftrace.h>
+
+/*
+ * Function graph frames (core/arch.h): at the site the return address is
+ * in x9 and ftrace_caller puts it back into x30 from fregs->lr, so that is
+ * the slot the hook replaces (kernel: prepare_ftrace_return(ip,
+ * &fregs->lr, fregs->fp)).  The identity is the function's entry sp, which
+ * it has again when it returns into return_to_handler (AAPCS64); the
+ * kernel uses the caller's frame pointer, which functions built without
+ * frame pointers do not keep.
+ */
+#define ARCH_HAS_FGRAPH_FRAME 1
+
+static inline __attribute__((always_inline)) unsigned long *
+arch_fgraph_ret_slot(struct ftrace_regs *fregs)
+{
+	return &arch_ftrace_regs(fregs)->lr;
+}
+
+static inline __attribute__((always_inline)) unsigned long
+arch_fgraph_frame_id(struct ftrace_regs *fregs)
+{
+	return ftrace_regs_get_stack_pointer(fregs);
+}
+
+static inline __attribute__((always_inline)) unsigned long
+arch_fgraph_return_id(struct ftrace_regs *fregs)
+{
+	return ftrace_regs_get_stack_pointer(fregs);
+}
+
+/*
+ * While the function runs its return address is in its frame record
+ * (stp x29, x30 in the prologue), the highest record below its entry sp:
+ * walk the frame-pointer chain from here.  NULL when the chain does not
+ * lead there (code without frame pointers).
+ */
+static inline __attribute__((always_inline)) unsigned long *arch_fgraph_id_slot(unsigned long id)
+{
+	unsigned long *rec = __builtin_frame_address(0), *best = NULL;
+
+	for (int n = 0; n < 4096 && rec && (unsigned long)rec < id && !((unsigned long)rec & 7);
+	     n++) {
+		unsigned long *next = (unsigned long *)rec[0];
+
+		best = rec;
+		if (next <= rec)
+			break;
+		rec = next;
+	}
+	return best ? &best[1] : NULL;
+}
+
+/*
+ * An unwinder found a return address at @retp (a frame record's lr): it
+ * belongs to the innermost frame whose entry sp is above it.
+ */
+static inline __attribute__((always_inline)) bool
+arch_fgraph_owns_slot(unsigned long id, const unsigned long *retp)
+{
+	return (unsigned long)retp < id;
+}
+
+#endif /* !__ASSEMBLER__ */
+
 #endif
