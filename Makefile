@@ -83,7 +83,7 @@ tsan_DIR      := build-tsan
 tsan_CMAKE    := -DCMAKE_BUILD_TYPE=RelWithDebInfo -DUSFT_WERROR=ON \
 	-DUSFT_SANITIZE=thread -DUSFT_BUILD_BENCH=OFF
 tsan_CTEST    := -L 'stress|torture'
-tsan_ENV      := TSAN_OPTIONS=suppressions=$(CURDIR)/tests/tsan.supp:halt_on_error=1:second_deadlock_stack=1
+tsan_ENV      := TSAN_OPTIONS=suppressions=$(CURDIR)/tests/tsan.supp:halt_on_error=1:second_deadlock_stack=1:history_size=7
 tsan_PREREQ   :=
 
 # arm64 / arm64-callops: the cross build (Debian's gcc-aarch64-linux-gnu)
@@ -104,7 +104,7 @@ arm64-callops_DIR   := build-arm64-callops
 # the second layout: what the instrumented suites need (unit tests are not
 # instrumented: the arm64 stage ran them)
 arm64-callops_CMAKE := $(arm64_CMAKE) -DUSFT_INSTRUMENT_CALL_OPS=ON \
-	-DUSFT_BUILD_SAMPLES=ON -DUSFT_BUILD_INJECT=OFF
+	-DUSFT_BUILD_SAMPLES=ON -DUSFT_BUILD_INJECT=ON
 arm64-callops_CTEST := -L conformance|arm64
 
 # docs: every command block of docs/labs/*.md run as written (in the native
@@ -230,6 +230,7 @@ demo: build
 check-long: build
 	USFT_MODEL_SEQS=3000 USFT_MODEL_STEPS=300 $(CTEST) --test-dir $(BUILD_DIR) -L model --output-on-failure --timeout 3600
 	USFT_STRESS_SECONDS=30 $(CTEST) --test-dir $(BUILD_DIR) -L stress --output-on-failure --timeout 3600
+	USFT_TORTURE_SECONDS=120 $(CTEST) --test-dir $(BUILD_DIR) -L torture --output-on-failure --timeout 3600
 
 # Benchmarks: every table of docs/benchmarks.md, results in bench-results/.
 # QUICK=1 for a run under two minutes.  Never part of `make test` (only the

@@ -80,6 +80,30 @@ TRACEE void fg_peek_caller(void)
 	KEEP();
 }
 
+/* a hooked function looks at its own return slot (frame record / [rbp + 8]) */
+static unsigned long own_hooked, own_real, own_during, own_after;
+
+TRACEE void fg_peek_own(void)
+{
+	unsigned long *slot = (unsigned long *)__builtin_frame_address(0) + 1;
+	unsigned long dummy;
+
+	own_hooked = *slot;
+	own_real = ftrace_graph_ret_addr(NULL, NULL, *slot, slot);
+	usft_fgraph_unwind_begin();
+	own_during = *slot;
+	/* nothing below our locals is gone: the hook comes back */
+	usft_fgraph_unwind_end((unsigned long)&dummy);
+	own_after = *slot;
+	KEEP();
+}
+
+TRACEE void fg_peek_own_caller(void)
+{
+	fg_peek_own();
+	KEEP();
+}
+
 #define MAXLOG 64
 struct logent {
 	char kind;		/* 'E' entry, 'R' return, 'U' unwound */
@@ -241,6 +265,26 @@ Test(fgraph, ret_addr_and_unwind_pair)
 	/* the pair is a no-op without hooked frames */
 	usft_fgraph_unwind_begin();
 	usft_fgraph_unwind_end((unsigned long)__builtin_frame_address(0));
+}
+
+/* the real return address of a hooked frame, from its slot (arm64: the x30
+ * the function saved in its frame record) */
+Test(fgraph, ret_addr_of_a_hooked_frame)
+{
+	unsigned long caller = (unsigned long)fg_peek_own_caller;
+
+	memset(&log_a, 0, sizeof(log_a));
+	filter(&gops_a, "fg_peek_own");
+	cr_assert_eq(register_ftrace_graph(&gops_a), 0);
+	fg_peek_own_caller();
+	unregister_ftrace_graph(&gops_a);
+	expect(&log_a, "E0:fg_peek_own R0:fg_peek_own");
+	cr_assert_neq(own_hooked, own_real, "the slot was not hooked");
+	cr_assert(own_real > caller && own_real < caller + 256,
+		  "ftrace_graph_ret_addr() = %#lx, not into fg_peek_own_caller %#lx", own_real,
+		  caller);
+	cr_assert_eq(own_during, own_real, "usft_fgraph_unwind_begin() did not restore the slot");
+	cr_assert_eq(own_after, own_hooked, "usft_fgraph_unwind_end() did not hook it again");
 }
 
 Test(fgraph, trace_clock_is_monotonic)
