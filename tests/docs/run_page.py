@@ -18,9 +18,9 @@ Markup (docs/labs/README.md, "How the labs are tested", is the reader's side):
                    (0x optional), {word} one word and {any} anything.
   <!-- docs-test: DIRECTIVE -->  on the line(s) before a block:
       skip REASON  do not run it (reported as SKIPPED with the reason)
-      arm64        needs the arm64 cross build (build-arm64/) and a working
-                   qemu-aarch64; otherwise SKIPPED loudly, a failure under
-                   CI=true
+      arm64 [needs=PATH]...  needs the arm64 cross build (build-arm64/), a
+                   working qemu-aarch64 and each PATH (relative to the source
+                   root); otherwise SKIPPED loudly, a failure under CI=true
       file PATH    (before any block) the block must be PATH's exact text
 
 Paths: commands name the build tree a new user has after `make`
@@ -225,11 +225,15 @@ def run(page, root, build_dir, timeout, verbose):
         if skip:
             b.status, b.why = 'SKIPPED', skip[0][4:].strip() or 'marked skip'
             continue
-        if any(d.split()[0] == 'arm64' for d in b.directives if d):
+        arm = [d.split() for d in b.directives if d and d.split()[0] == 'arm64']
+        if arm:
             if arm64_reason is None:
                 arm64_reason = arm64_ready(root)
-            if arm64_reason:
-                b.status, b.why = 'SKIPPED', 'arm64: ' + arm64_reason
+            missing = [w[6:] for w in arm[0][1:] if w.startswith('needs=') and
+                       not os.path.exists(os.path.join(root, w[6:]))]
+            why = arm64_reason or (f'{missing[0]} was not built' if missing else '')
+            if why:
+                b.status, b.why = 'SKIPPED', 'arm64: ' + why
                 loud_skips.append(b)
                 continue
         torun.append(b)
