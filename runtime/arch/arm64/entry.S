@@ -30,6 +30,7 @@
  */
 #include <usft/asm/arm64.h>
 #include "asm/ftrace.h"
+#include "asm/fregs.h"
 
 #define TASK_NEST	0
 #define TASK_GEN	8
@@ -87,21 +88,12 @@
 .macro SAVE_FRAME
 	mov	x14, sp
 	sub	sp, sp, #FRAME
-	stp	x0, x1, [sp, #USFT_FREGS_X0]
-	stp	x2, x3, [sp, #USFT_FREGS_X2]
-	stp	x4, x5, [sp, #USFT_FREGS_X4]
-	stp	x6, x7, [sp, #USFT_FREGS_X6]
-	str	x8, [sp, #USFT_FREGS_X8]
+	FREGS_SAVE_ARGS x15
 	str	xzr, [sp, #USFT_FREGS_DIRECT_TRAMP]
 	str	x29, [sp, #USFT_FREGS_FP]
 	str	x9, [sp, #USFT_FREGS_LR]
 	str	x14, [sp, #USFT_FREGS_SP]
 	str	x30, [sp, #USFT_FREGS_PC]
-	add	x14, sp, #USFT_FREGS_Q0
-	stp	q0, q1, [x14, #0]
-	stp	q2, q3, [x14, #32]
-	stp	q4, q5, [x14, #64]
-	stp	q6, q7, [x14, #96]
 	/* a frame record for the call site, then ours above the regs */
 	stp	x29, x9, [sp, #REC_SITE]
 	add	x29, sp, #REC_SITE
@@ -120,16 +112,7 @@
 /* everything after the callback: restore, then ret x9 or br x17 */
 .macro RESTORE_AND_RETURN tpoff
 	TASK_EXIT \tpoff
-	add	x11, sp, #USFT_FREGS_Q0
-	ldp	q0, q1, [x11, #0]
-	ldp	q2, q3, [x11, #32]
-	ldp	q4, q5, [x11, #64]
-	ldp	q6, q7, [x11, #96]
-	ldp	x0, x1, [sp, #USFT_FREGS_X0]
-	ldp	x2, x3, [sp, #USFT_FREGS_X2]
-	ldp	x4, x5, [sp, #USFT_FREGS_X4]
-	ldp	x6, x7, [sp, #USFT_FREGS_X6]
-	ldr	x8, [sp, #USFT_FREGS_X8]
+	FREGS_RESTORE_ARGS x11
 	ldr	x29, [sp, #USFT_FREGS_FP]
 	/* a direct trampoline was requested by call_direct_funcs() */
 	ldr	x17, [sp, #USFT_FREGS_DIRECT_TRAMP]

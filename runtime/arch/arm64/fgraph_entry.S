@@ -22,6 +22,7 @@
  * usft_fgraph_unwind_begin()).
  */
 #include <usft/asm/arm64.h>
+#include "asm/fregs.h"
 
 #define FRAME	(USFT_FREGS_SIZE + 16)	/* the regs, then a frame record */
 #define REC	USFT_FREGS_SIZE
@@ -40,37 +41,19 @@
 return_to_handler:
 	sub	sp, sp, #FRAME
 	.cfi_adjust_cfa_offset FRAME
-	stp	x0, x1, [sp, #USFT_FREGS_X0]
-	stp	x2, x3, [sp, #USFT_FREGS_X2]
-	stp	x4, x5, [sp, #USFT_FREGS_X4]
-	stp	x6, x7, [sp, #USFT_FREGS_X6]
-	str	x8, [sp, #USFT_FREGS_X8]
+	FREGS_SAVE_ARGS x9
 	str	xzr, [sp, #USFT_FREGS_DIRECT_TRAMP]
 	str	x29, [sp, #USFT_FREGS_FP]
 	str	xzr, [sp, #USFT_FREGS_LR]
 	add	x9, sp, #FRAME
 	str	x9, [sp, #USFT_FREGS_SP]
 	str	xzr, [sp, #USFT_FREGS_PC]
-	add	x9, sp, #USFT_FREGS_Q0
-	stp	q0, q1, [x9, #0]
-	stp	q2, q3, [x9, #32]
-	stp	q4, q5, [x9, #64]
-	stp	q6, q7, [x9, #96]
 	stp	x29, xzr, [sp, #REC]
 	add	x29, sp, #REC
 	mov	x0, sp
 	bl	fgraph_return_to_handler
 	mov	x30, x0				/* the real return address */
-	add	x9, sp, #USFT_FREGS_Q0
-	ldp	q0, q1, [x9, #0]
-	ldp	q2, q3, [x9, #32]
-	ldp	q4, q5, [x9, #64]
-	ldp	q6, q7, [x9, #96]
-	ldp	x0, x1, [sp, #USFT_FREGS_X0]
-	ldp	x2, x3, [sp, #USFT_FREGS_X2]
-	ldp	x4, x5, [sp, #USFT_FREGS_X4]
-	ldp	x6, x7, [sp, #USFT_FREGS_X6]
-	ldr	x8, [sp, #USFT_FREGS_X8]
+	FREGS_RESTORE_ARGS x9
 	ldr	x29, [sp, #USFT_FREGS_FP]
 	add	sp, sp, #FRAME
 	.cfi_adjust_cfa_offset -FRAME
