@@ -33,6 +33,46 @@ CASES = [
 ]
 
 
+def check_checkers(root):
+    """check_options.py and check_links.py pass on the tree and fail on a
+    copy whose options.md lost a row or whose page has a broken link."""
+    import shutil
+    bad = 0
+    usft = None
+    with tempfile.TemporaryDirectory() as tmp:
+        fake = os.path.join(tmp, 'src')
+        for d in ('runtime', 'inject'):
+            shutil.copytree(os.path.join(root, d), os.path.join(fake, d))
+        shutil.copytree(os.path.join(root, 'docs'), os.path.join(fake, 'docs'))
+        shutil.copy(os.path.join(root, 'README.md'), fake)
+        for name, edit, script, extra in (
+            ('options: a USFT_OPTIONS row removed', ('docs/options.md', '| `jmp` |', '| `jmpx` |'),
+             'check_options.py', True),
+            ('options: a record option undocumented', ('docs/options.md', '`--prefault`', '`--prefaultx`'),
+             'check_options.py', True),
+            ('links: a broken link', ('docs/README.md', '(options.md)', '(no-such-page.md)'),
+             'check_links.py', False)):
+            path = os.path.join(fake, edit[0])
+            orig = open(path).read()
+            for text, want in ((orig, 0), (orig.replace(edit[1], edit[2]), 1)):
+                open(path, 'w').write(text)
+                args = [sys.executable, os.path.join(HERE, script), '--source-root', fake]
+                if extra:
+                    usft = usft or os.environ.get('USFT_CLI')
+                    if not usft:
+                        continue
+                    args += ['--usft', usft]
+                r = subprocess.run(args, capture_output=True, text=True)
+                ok = (r.returncode != 0) == bool(want)
+                bad += not ok
+                print(f'{"ok  " if ok else "FAIL"} {name} ({"edited" if want else "as is"}): '
+                      f'exit {r.returncode}')
+                if not ok:
+                    print(r.stdout[-2000:] + r.stderr[-2000:])
+            open(path, 'w').write(orig)
+    return bad
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--source-root', required=True)
@@ -55,7 +95,8 @@ def main():
             print(f'{"ok  " if ok else "FAIL"} {name}: exit {r.returncode}, want {want}')
             if not ok:
                 print(r.stdout + r.stderr)
-    print(f'{len(CASES) - bad} passed, {bad} failed')
+    bad += check_checkers(a.source_root)
+    print(f'{bad} failures')
     return 1 if bad else 0
 
 
