@@ -185,9 +185,14 @@ DRIVER_HEAD = r'''
 set -o pipefail -o errtrace
 cd "$1" || exit 99
 __docs_dir=$2
+__docs_err() {
+	case "$2" in 'source "$__docs_dir/block'*) return ;; esac
+	__docs_failed=1
+	echo "docs-test: command failed (exit $1): $2" >&2
+}
 __docs_run() {
 	__docs_failed=0
-	trap '__docs_rc=$?; __docs_failed=1; echo "docs-test: command failed (exit $__docs_rc): $BASH_COMMAND" >&2' ERR
+	trap '__docs_err $? "$BASH_COMMAND"' ERR
 	source "$__docs_dir/block$1.sh" >"$__docs_dir/out$1" 2>&1 </dev/null
 	trap - ERR
 	echo "$__docs_failed" >"$__docs_dir/rc$1"
