@@ -30,6 +30,14 @@
 #endif
 #define __maybe_unused		__attribute__((unused))
 #define __hidden		__attribute__((visibility("hidden")))
+/*
+ * __no_tsan - not instrumented by ThreadSanitizer: code that TSan's own
+ * runtime reaches (its REAL(sigaction) is usft's interposer, called before
+ * TSan is initialised), that runs in a signal handler TSan does not know
+ * (claimed signals are installed past TSan's interceptor), or that writes
+ * program text (TSan's shadow is not meant for code bytes).
+ */
+#define __no_tsan		__attribute__((no_sanitize("thread")))
 
 static inline int fls_long(unsigned long x)
 {

@@ -35,7 +35,7 @@ static bool wrapped[_NSIG];
 static struct sigaction *claimed[_NSIG];
 static pthread_mutex_t sig_lock = PTHREAD_MUTEX_INITIALIZER;
 
-int usft_real_sigaction(int sig, const struct sigaction *act, struct sigaction *oact)
+__no_tsan int usft_real_sigaction(int sig, const struct sigaction *act, struct sigaction *oact)
 {
 	sigaction_fn fn = __atomic_load_n(&real_sigaction_fn, __ATOMIC_ACQUIRE);
 
@@ -106,7 +106,7 @@ out:
 	return ret;
 }
 
-USFT_API int sigaction(int sig, const struct sigaction *act, struct sigaction *oact)
+USFT_API __no_tsan int sigaction(int sig, const struct sigaction *act, struct sigaction *oact)
 {
 	struct sigaction prev, w;
 	int ret = 0;
@@ -159,7 +159,7 @@ out_unlock:
 }
 
 /* glibc's signal(): BSD semantics (SA_RESTART), through the wrapper above. */
-USFT_API __sighandler_t signal(int sig, __sighandler_t handler)
+USFT_API __no_tsan __sighandler_t signal(int sig, __sighandler_t handler)
 {
 	struct sigaction act, old;
 

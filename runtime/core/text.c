@@ -163,7 +163,7 @@ static int rv_signo;
 static struct sigaction rv_old;
 static pthread_mutex_t rv_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static void rv_handler(int sig, siginfo_t *si, void *uc)
+static __no_tsan void rv_handler(int sig, siginfo_t *si, void *uc)
 {
 	int saved = errno;
 

@@ -188,7 +188,7 @@ int x86_poke_queue(unsigned long addr, const unsigned char *newb, int len, bool 
 	return 0;
 }
 
-static void relocate_thread(ucontext_t *uc, void *arg)
+static __no_tsan void relocate_thread(ucontext_t *uc, void *arg)
 {
 	unsigned long ip = (unsigned long)uc->uc_mcontext.gregs[REG_RIP];
 	const struct poke_entry *e = NULL;
@@ -208,7 +208,7 @@ static void relocate_thread(ucontext_t *uc, void *arg)
 		uc->uc_mcontext.gregs[REG_RIP] = (greg_t)(e->addr + e->len);
 }
 
-int x86_poke_flush(void)
+__no_tsan int x86_poke_flush(void)
 {
 	bool relocate = false;
 	size_t i;
