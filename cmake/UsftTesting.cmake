@@ -3,6 +3,32 @@
 #                         [INSTRUMENT] [STATIC] [SERIAL] [TIMEOUT <s>] [LIBS <libs>...])
 # STATIC links usft_static (internals reachable, for unit tests) instead of usft::usft.
 # One criterion executable = one ctest test carrying <label>.
+#
+# ThreadSanitizer builds: criterion cannot start under TSan (its sandbox maps
+# an arena at random fixed addresses inside TSan's shadow range and aborts,
+# Snaipe/Criterion#274), so the suites the tsan stage runs (labels stress and
+# torture) are built against a small stand-in with the same macros
+# (tests/torture/criterion-shim) and a copy of usft_test_common built with it.
+set(USFT_TSAN_SHIM OFF)
+if("thread" IN_LIST USFT_SANITIZE)
+  set(USFT_TSAN_SHIM ON)
+endif()
+function(usft_tsan_shim_libs)
+  if(TARGET usft_test_common_shim)
+    return()
+  endif()
+  set(_shim ${PROJECT_SOURCE_DIR}/tests/torture/criterion-shim)
+  add_library(usft_criterion_shim STATIC ${_shim}/shim.c)
+  target_include_directories(usft_criterion_shim BEFORE PUBLIC ${_shim})
+  target_link_libraries(usft_criterion_shim PRIVATE usft_warnings usft_sanitize)
+  get_target_property(_common_src usft_test_common SOURCES)
+  get_target_property(_common_inc usft_test_common INTERFACE_INCLUDE_DIRECTORIES)
+  add_library(usft_test_common_shim STATIC ${_common_src})
+  target_include_directories(usft_test_common_shim PUBLIC ${_common_inc})
+  target_link_libraries(usft_test_common_shim PUBLIC usft_criterion_shim usft_warnings
+    Threads::Threads PRIVATE usft_sanitize)
+endfunction()
+
 function(usft_add_criterion_test)
   cmake_parse_arguments(T "INSTRUMENT;SERIAL;STATIC" "NAME;LABEL;TIMEOUT" "SOURCES;LIBS" ${ARGN})
   if(NOT T_TIMEOUT)
@@ -14,7 +40,12 @@ function(usft_add_criterion_test)
   else()
     set(_lib usft::usft)
   endif()
-  target_link_libraries(${T_NAME} PRIVATE ${_lib} usft_test_common PkgConfig::CRITERION
+  set(_common usft_test_common PkgConfig::CRITERION)
+  if(USFT_TSAN_SHIM AND T_LABEL MATCHES "^(stress|torture)$")
+    usft_tsan_shim_libs()
+    set(_common usft_test_common_shim)
+  endif()
+  target_link_libraries(${T_NAME} PRIVATE ${_lib} ${_common}
     Threads::Threads ${CMAKE_DL_LIBS} usft_warnings usft_sanitize ${T_LIBS})
   if(T_INSTRUMENT)
     usft_instrument(${T_NAME})

@@ -136,6 +136,7 @@ struct tops {
 	_Atomic unsigned long seq;	/* odd: an API call on this ops is in flight */
 	_Atomic uint64_t sel[NF / 64];	/* selected functions (valid while seq even) */
 	atomic_int live;		/* 1 from before register to after unregister */
+	atomic_int save_regs;		/* registered with SAVE_REGS */
 	bool registered;		/* churner-private from here */
 	fset filter, ntrace;
 	unsigned long attr;
@@ -161,7 +162,7 @@ static notrace void tops_cb(unsigned long ip, unsigned long pip, struct ftrace_o
 		atomic_fetch_add(&t->bad_ip, 1);
 	if ((unsigned long)ftrace_regs_get_argument(fregs, 0) >> 32 != TAG)
 		atomic_fetch_add(&t->bad_arg, 1);
-	if (op->flags & FTRACE_OPS_FL_SAVE_REGS) {
+	if (atomic_load(&t->save_regs)) {
 		struct pt_regs *regs = ftrace_get_regs(fregs);
 
 		if (!regs || regs->ip != ip + TC_SITE_SIZE)
@@ -371,6 +372,7 @@ static void ops_register(int o, unsigned *r)
 	t->attr = o == IPM ? FTRACE_OPS_FL_IPMODIFY | FTRACE_OPS_FL_SAVE_REGS
 			   : attr_choices[rnd(r) % TC_ARRAY_SIZE(attr_choices)];
 	tc_ops_set_attr(t->ops, t->attr);
+	atomic_store(&t->save_regs, !!(t->attr & FTRACE_OPS_FL_SAVE_REGS));
 	new_filter(t, o, r);
 	if (o == NOTRACE_OPS || o == HEAP_OPS)
 		new_notrace(t, r);
@@ -657,10 +659,12 @@ static int find_text(struct dl_phdr_info *info, size_t size, void *data)
 	return 1;	/* the first object is the executable */
 }
 
+/* inside any site of the executable (the tracees and, e.g., a sanitizer's
+ * module constructor in funcs.c) */
 static bool in_site(unsigned long a)
 {
-	for (int f = 0; f < NF; f++)
-		if (a >= sites[f] && a < sites[f] + TC_SITE_SIZE)
+	for (unsigned long w = a - (TC_SITE_SIZE - 1); w <= a; w++)
+		if (ftrace_location(w) == w)
 			return true;
 	return false;
 }
