@@ -98,8 +98,8 @@ TEST_STAGES += arm64 arm64-callops
 ARM64_STAGES := arm64 arm64-callops
 ARM64_KILL_TIMEOUT ?= 900
 arm64_DIR     := build-arm64
-arm64_CMAKE   := -DCMAKE_BUILD_TYPE=RelWithDebInfo -DUSFT_WERROR=ON -DUSFT_BUILD_BENCH=OFF
-arm64_CTEST   := -L unit|conformance|arm64
+arm64_CMAKE   := -DCMAKE_BUILD_TYPE=RelWithDebInfo -DUSFT_WERROR=ON -DUSFT_BUILD_BENCH=ON
+arm64_CTEST   := -L unit|conformance|arm64|bench-smoke
 arm64-callops_DIR   := build-arm64-callops
 # the second layout: what the instrumented suites need (unit tests are not
 # instrumented: the arm64 stage ran them)
