@@ -105,7 +105,7 @@ arm64-callops_DIR   := build-arm64-callops
 # instrumented: the arm64 stage ran them)
 arm64-callops_CMAKE := $(arm64_CMAKE) -DUSFT_INSTRUMENT_CALL_OPS=ON \
 	-DUSFT_BUILD_SAMPLES=ON -DUSFT_BUILD_INJECT=ON
-arm64-callops_CTEST := -L conformance|arm64
+arm64-callops_CTEST := -L conformance|arm64|bench-smoke
 
 # docs: every command block of docs/labs/*.md run as written (in the native
 # build, after the arm64 stages so the qemu lab finds its cross build), and

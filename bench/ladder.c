@@ -213,11 +213,18 @@ static notrace unsigned long copy_tramp(const char *start, const char *end, unsi
 	return (unsigned long)p;
 }
 
+/* branch reach of the site: rel32 (x86-64), BL +-128 MiB (arm64) */
 static notrace bool in_rel32(unsigned long from, unsigned long to)
 {
+#if defined(__aarch64__)
+	long d = (long)(to - from);
+
+	return d >= -(128L << 20) && d < (128L << 20);
+#else
 	long d = (long)(to - (from + 5));
 
 	return d == (long)(int)d;
+#endif
 }
 
 int main(int argc, char **argv)
