@@ -62,6 +62,32 @@ struct usft_trampoline {
 static struct usft_trampoline *trampolines;
 static struct tramp_image *retired;
 static pthread_mutex_t tramp_mutex = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
+
+/*
+ * fork(): the child must not inherit tramp_mutex held by a thread that does
+ * not exist there.  Taken before direct_mutex and ftrace_lock (lock order),
+ * so these handlers are registered after ftrace.c's (prepare handlers run
+ * in reverse order of registration).
+ */
+static void tramp_fork_prepare(void)
+{
+	pthread_mutex_lock(&tramp_mutex);
+}
+
+static void tramp_fork_parent(void)
+{
+	pthread_mutex_unlock(&tramp_mutex);
+}
+
+static void tramp_fork_child(void)
+{
+	usft_recursive_mutex_init(&tramp_mutex);
+}
+
+void usft_tramp_atfork_init(void)
+{
+	pthread_atfork(tramp_fork_prepare, tramp_fork_parent, tramp_fork_child);
+}
 /* kernel: the static direct_ops of the single-ops series */
 static struct ftrace_ops tramp_direct_ops;
 

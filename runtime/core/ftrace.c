@@ -70,6 +70,41 @@ void ftrace_stub(unsigned long ip, unsigned long parent_ip,
 
 /* ---- init ---------------------------------------------------------- */
 
+/*
+ * fork() while another thread is in the middle of an update: the child would
+ * inherit a held ftrace_lock / direct_mutex (owned by a thread that does not
+ * exist there) and, with the INT3 protocol, a batch cut in half.  fork waits
+ * for the update to finish instead; the child re-initialises the mutexes
+ * (the forking thread's tid changed, so it could not unlock them).
+ */
+void usft_recursive_mutex_init(pthread_mutex_t *m)
+{
+	pthread_mutexattr_t a;
+
+	pthread_mutexattr_init(&a);
+	pthread_mutexattr_settype(&a, PTHREAD_MUTEX_RECURSIVE);
+	pthread_mutex_init(m, &a);
+	pthread_mutexattr_destroy(&a);
+}
+
+static void ftrace_fork_prepare(void)
+{
+	pthread_mutex_lock(&direct_mutex);
+	pthread_mutex_lock(&ftrace_lock);
+}
+
+static void ftrace_fork_parent(void)
+{
+	pthread_mutex_unlock(&ftrace_lock);
+	pthread_mutex_unlock(&direct_mutex);
+}
+
+static void ftrace_fork_child(void)
+{
+	usft_recursive_mutex_init(&ftrace_lock);
+	usft_recursive_mutex_init(&direct_mutex);
+}
+
 static pthread_once_t usft_once = PTHREAD_ONCE_INIT;
 static int usft_init_ret;
 static int usft_inited;
@@ -82,6 +117,8 @@ static void usft_do_init(void)
 
 	if (env)
 		usft_options_parse(env);
+	pthread_atfork(ftrace_fork_prepare, ftrace_fork_parent, ftrace_fork_child);
+	usft_tramp_atfork_init();	/* after: its prepare runs first */
 	usft_tasks_init();
 	ret = ftrace_dyn_arch_init();
 	if (!ret) {

@@ -258,6 +258,8 @@ int usft_claim_signal(int sig, const struct sigaction *handler, struct sigaction
 /* ---- the ftrace core (ftrace.c) ----------------------------------- */
 extern pthread_mutex_t ftrace_lock;
 extern pthread_mutex_t direct_mutex;
+void usft_recursive_mutex_init(pthread_mutex_t *m);
+void usft_tramp_atfork_init(void);
 extern int ftrace_disabled;
 extern int ftrace_enabled;
 extern struct ftrace_ops *ftrace_ops_list;
