@@ -345,8 +345,9 @@ static int cmd_record(int argc, char **argv)
 	} else {
 		snprintf(out_abs, sizeof(out_abs), "%s", output);
 	}
-	/* a fresh file; every process of the run appends to it */
-	fd = open(out_abs, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	/* a fresh private file (traces can hold sensitive data); every process
+	 * of the run appends to it */
+	fd = open(out_abs, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0) {
 		fprintf(stderr, "usft: %s: %s\n", output, strerror(errno));
 		return USFT_EXIT_RECORD_FAIL;

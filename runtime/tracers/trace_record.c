@@ -760,7 +760,7 @@ int usft_tracer_start(const struct usft_trace_opts *o)
 	if (ret)
 		return ret;
 	flags = O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | (o->append ? 0 : O_TRUNC);
-	S.fd = open(S.output, flags, 0644);
+	S.fd = open(S.output, flags, 0600);	/* traces can hold sensitive data */
 	if (S.fd < 0)
 		return -errno;
 	/* out of the way of the program's own low descriptor numbers */
