@@ -26,7 +26,7 @@ static int log_level(void)
 	if (lvl >= 0)
 		return lvl;
 	lvl = USFT_LOG_WARN;
-	s = getenv("USFT_LOG");
+	s = secure_getenv("USFT_LOG");	/* ignored in set-uid programs */
 	if (s) {
 		if (!strcmp(s, "err"))
 			lvl = USFT_LOG_ERR;
