@@ -9,8 +9,9 @@
 #include "core/internal.h"
 #include "core/text.h"
 #include "mem/execmem.h"
+#include "insn.h"
 
-#define REACH ((1UL << 31) - 4096)
+#define REACH ARCH_NEAR_REACH
 
 struct tramp_free {
 	struct usft_window *w;
