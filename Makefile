@@ -231,6 +231,7 @@ check-long: build
 	USFT_MODEL_SEQS=3000 USFT_MODEL_STEPS=300 $(CTEST) --test-dir $(BUILD_DIR) -L model --output-on-failure --timeout 3600
 	USFT_STRESS_SECONDS=30 $(CTEST) --test-dir $(BUILD_DIR) -L stress --output-on-failure --timeout 3600
 	USFT_TORTURE_SECONDS=120 $(CTEST) --test-dir $(BUILD_DIR) -L torture --output-on-failure --timeout 3600
+	USFT_TORTURE_SECONDS=120 USFT_OPTIONS=per_callsite_ops=1 $(BUILD_DIR)/tests/torture/torture
 
 # Benchmarks: every table of docs/benchmarks.md, results in bench-results/.
 # QUICK=1 for a run under two minutes.  Never part of `make test` (only the
