@@ -36,7 +36,9 @@
  *
  * USFT_TORTURE_SECONDS (default 6), USFT_TORTURE_SEED (default 1).
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <errno.h>
 #include <fcntl.h>
 #include <fnmatch.h>
