@@ -210,7 +210,7 @@ USFT_API void usft_print_stat(FILE *out)
 	P(nr_objects); P(nr_sites); P(nr_enabled); P(nr_ops); P(nr_updates);
 	P(nr_sites_written); P(nr_syncs); P(nr_grace_periods); P(nr_trampolines);
 	P(nr_int3_hits); P(nr_direct_in_range); P(nr_direct_out_of_range);
-	P(nr_callsites); P(callsite_bytes);
+	P(nr_callsites); P(callsite_bytes); P(nr_stop_machine);
 #undef P
 	fprintf(out, "  %-22s %s\n", "state", st.disabled ? "dead (ftrace_bug)" : "ok");
 }

@@ -162,6 +162,13 @@ static int rv_nacks;
 static int rv_signo;
 static struct sigaction rv_old;
 static pthread_mutex_t rv_lock = PTHREAD_MUTEX_INITIALIZER;
+static int rv_go, rv_left;	/* usft_stop_machine(): release, handlers gone */
+
+static void rv_park(ucontext_t *uc, void *arg)
+{
+	(void)uc;
+	(void)arg;
+}
 
 static __no_tsan void rv_handler(int sig, siginfo_t *si, void *uc)
 {
@@ -177,6 +184,12 @@ static __no_tsan void rv_handler(int sig, siginfo_t *si, void *uc)
 		n = __atomic_fetch_add(&rv_nacks, 1, __ATOMIC_SEQ_CST);
 		if (n < RV_MAX)
 			__atomic_store_n(&rv_acks[n], (int)syscall(SYS_gettid), __ATOMIC_RELEASE);
+		if (fn == rv_park) {
+			/* usft_stop_machine(): stay here until the caller is done */
+			while (!__atomic_load_n(&rv_go, __ATOMIC_ACQUIRE))
+				syscall(SYS_sched_yield);
+			__atomic_fetch_add(&rv_left, 1, __ATOMIC_RELEASE);
+		}
 	} else if (rv_old.sa_flags & SA_SIGINFO) {
 		if (rv_old.sa_sigaction)
 			rv_old.sa_sigaction(sig, si, uc);
@@ -249,18 +262,19 @@ int usft_nr_threads(void)
 	return list_tids(tids, RV_MAX);
 }
 
-int usft_threads_rendezvous(void (*fn)(ucontext_t *uc, void *arg), void *arg)
+/*
+ * Signal every other thread that does not block the rendezvous signal and
+ * wait until each ran @fn and acknowledged (or exited).  Called with rv_lock
+ * held.  Return: threads that did not answer within two seconds; *@nacked:
+ * how many did.
+ */
+static int rv_signal_all(void (*fn)(ucontext_t *uc, void *arg), void *arg, int *nacked)
 {
 	static int tids[RV_MAX], sent[RV_MAX];
 	int self = (int)syscall(SYS_gettid), pid = getpid();
 	int n, nsent = 0, missing = 0;
 	struct timespec t0, now;
 
-	pthread_mutex_lock(&rv_lock);
-	if (rv_install()) {
-		pthread_mutex_unlock(&rv_lock);
-		return -1;
-	}
 	n = list_tids(tids, RV_MAX);
 	rv_arg = arg;
 	rv_nacks = 0;
@@ -303,7 +317,53 @@ int usft_threads_rendezvous(void (*fn)(ucontext_t *uc, void *arg), void *arg)
 		}
 		sched_yield();
 	}
+	*nacked = __atomic_load_n(&rv_nacks, __ATOMIC_ACQUIRE);
+	return missing;
+}
+
+int usft_threads_rendezvous(void (*fn)(ucontext_t *uc, void *arg), void *arg)
+{
+	int missing, nacked;
+
+	pthread_mutex_lock(&rv_lock);
+	if (rv_install()) {
+		pthread_mutex_unlock(&rv_lock);
+		return -1;
+	}
+	missing = rv_signal_all(fn, arg, &nacked);
 	/* late handlers see rv_fn NULL and do nothing */
+	smp_store_release(&rv_fn, NULL);
+	pthread_mutex_unlock(&rv_lock);
+	return missing;
+}
+
+/*
+ * usft_stop_machine() - run @fn while every other thread waits in the
+ * rendezvous signal handler (kernel stop_machine(), for text changes the
+ * architecture does not allow under a running thread).  @fn must not take
+ * locks another thread may hold (no malloc).  Threads that block the signal
+ * keep running: they are counted in the return value.
+ * Return: @fn's result through *@fn_ret, and the threads not stopped (-1:
+ * the signal could not be installed, @fn not run).
+ */
+int usft_stop_machine(int (*fn)(void *arg), void *arg, int *fn_ret)
+{
+	int missing, nacked;
+
+	pthread_mutex_lock(&rv_lock);
+	if (rv_install()) {
+		pthread_mutex_unlock(&rv_lock);
+		return -1;
+	}
+	__atomic_store_n(&rv_go, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&rv_left, 0, __ATOMIC_RELAXED);
+	missing = rv_signal_all(rv_park, NULL, &nacked);
+	*fn_ret = fn(arg);
+	usft_counters.nr_stop_machine++;
+	__atomic_store_n(&rv_go, 1, __ATOMIC_RELEASE);
+	/* the handlers read rv_go: the next stop must not reset it under them */
+	while (__atomic_load_n(&rv_left, __ATOMIC_ACQUIRE) < nacked)
+		sched_yield();
 	smp_store_release(&rv_fn, NULL);
 	pthread_mutex_unlock(&rv_lock);
 	return missing;

@@ -39,6 +39,7 @@ void usft_sync_init(void);
  * Return: number of threads that did not answer within the timeout.
  */
 int usft_threads_rendezvous(void (*fn)(ucontext_t *uc, void *arg), void *arg);
+int usft_stop_machine(int (*fn)(void *arg), void *arg, int *fn_ret);
 int usft_nr_threads(void);
 
 #endif

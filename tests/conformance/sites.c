@@ -6,6 +6,7 @@
  * kernel-ftrace.md §1.3, §3.1-§3.4, §4.1, §6.3 (ftrace-direct.tc orders).
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -71,6 +72,61 @@ Test(usft_site_bytes, every_site_starts_nop5)
 	cr_assert_eq(usft_init(), 0);
 	expect_all_nop5();
 	expect_idle_untouched();
+}
+
+/*
+ * arm64: the one-time NOP -> MOV X9, X30 is not a change the architecture
+ * allows under a running thread, so it is made with the other threads
+ * stopped (usft_stop_machine()); here a thread runs through the very sites
+ * being converted.  x86-64 never needs it (its conversions are INT3 batches).
+ */
+static int spin_stop;
+static long spin_calls, spin_wrong;
+
+static notrace void *site_spinner(void *arg)
+{
+	(void)arg;
+	while (!__atomic_load_n(&spin_stop, __ATOMIC_ACQUIRE)) {
+		long i = __atomic_load_n(&spin_calls, __ATOMIC_RELAXED);
+
+		if (cf_site_f1(i) != i * 3 + 2 || cf_site_f2(i) != i * 5 + 2)
+			__atomic_add_fetch(&spin_wrong, 1, __ATOMIC_RELAXED);
+		__atomic_store_n(&spin_calls, i + 1, __ATOMIC_RELEASE);
+	}
+	return NULL;
+}
+
+Test(sites, first_conversion_with_a_thread_running_the_sites)
+{
+	struct usft_stats st = { .sz = sizeof(st) };
+	static struct tc_counter c;
+	pthread_t t;
+	long seen;
+
+	cr_assert_eq(pthread_create(&t, NULL, site_spinner, NULL), 0);
+	while (__atomic_load_n(&spin_calls, __ATOMIC_ACQUIRE) < 1000)
+		sched_yield();
+	cr_assert_eq(usft_init(), 0);
+	cr_assert_eq(usft_stat(&st), 0);
+#if defined(__aarch64__)
+	cr_assert_geq(st.nr_stop_machine, 1, "MOV X9, X30 written under a running thread");
+#else
+	cr_assert_eq(st.nr_stop_machine, 0);
+#endif
+	expect_all_nop5();
+	/* the thread goes on through sites that now get patched and unpatched */
+	tc_counter_init(&c, 0);
+	cr_assert_eq(tc_set_filter(&c.ops, "cf_site_f1", 1), 0);
+	cr_assert_eq(register_ftrace_function(&c.ops), 0);
+	seen = __atomic_load_n(&spin_calls, __ATOMIC_ACQUIRE);
+	while (__atomic_load_n(&spin_calls, __ATOMIC_ACQUIRE) < seen + 1000)
+		sched_yield();
+	cr_assert_eq(unregister_ftrace_function(&c.ops), 0);
+	cr_assert_gt(tc_count(&c), 0);
+	__atomic_store_n(&spin_stop, 1, __ATOMIC_RELEASE);
+	cr_assert_eq(pthread_join(t, NULL), 0);
+	cr_assert_eq(spin_wrong, 0, "%ld wrong results", spin_wrong);
+	expect_all_nop5();
 }
 
 Test(sites, one_ops_then_shared_then_back)

@@ -447,11 +447,63 @@ static const uint32_t expected_mov = A64_MOV_X9_X30;
 static uint32_t expected_insn;
 
 /*
- * kernel ftrace_init_nop(): MOV X9, X30 over the first NOP, once, and with
- * CALL_OPS the literal pointed at ftrace_nop_ops.  MOV/NOP is not a pair
- * the architecture lets another thread execute while it changes: this runs
- * when usft first sees an object (normally before its code runs on other
- * threads); the batch ends with a SYNC_CORE (docs/arm64.md).
+ * MOV X9, X30 conversions queued by ftrace_init_nop() and made by
+ * ftrace_arch_code_modify_post_process(): NOP -> MOV is not a pair the
+ * architecture lets another thread execute while it changes (only B, BL,
+ * BRK, NOP, ISB, SVC, HVC and SMC are), so with other threads alive the
+ * writes happen while they wait in a signal handler (usft_stop_machine(),
+ * the kernel's stop_machine() for text).  Their pages are opened when the
+ * conversion is queued: nothing allocates while the other threads are stopped.
+ */
+static unsigned long *mov_queue;
+static size_t mov_nr, mov_cap;
+
+static int queue_mov(unsigned long pc)
+{
+	if (mov_nr == mov_cap) {
+		size_t cap = mov_cap ? mov_cap * 2 : 256;
+		unsigned long *q = realloc(mov_queue, cap * sizeof(*q));
+
+		if (!q)
+			return -ENOMEM;
+		mov_queue = q;
+		mov_cap = cap;
+	}
+	if (usft_text_open(pc, AARCH64_INSN_SIZE))
+		return -EPERM;
+	mov_queue[mov_nr++] = pc;
+	return 0;
+}
+
+static int convert_movs(void *arg)
+{
+	int ret = 0;
+
+	(void)arg;
+	for (size_t i = 0; i < mov_nr; i++) {
+		int r = arm64_patch_insn(mov_queue[i], A64_NOP, A64_MOV_X9_X30);
+
+		if (r && !ret)
+			ret = r;
+	}
+	return ret;
+}
+
+static int flush_movs(void)
+{
+	int ret = 0;
+
+	if (!mov_nr)
+		return 0;
+	if (usft_nr_threads() <= 1 || usft_stop_machine(convert_movs, NULL, &ret) < 0)
+		ret = convert_movs(NULL);
+	mov_nr = 0;
+	return ret;
+}
+
+/*
+ * kernel ftrace_init_nop(): MOV X9, X30 over the first NOP, once (queued,
+ * see above), and with CALL_OPS the literal pointed at ftrace_nop_ops.
  */
 int ftrace_init_nop(struct dyn_ftrace *rec)
 {
@@ -474,7 +526,7 @@ int ftrace_init_nop(struct dyn_ftrace *rec)
 	ftrace_expected = NULL;
 	ret = ftrace_rec_set_nop_ops(rec);
 	if (!ret && m == A64_NOP)
-		ret = arm64_patch_insn(mov, A64_NOP, A64_MOV_X9_X30);
+		ret = queue_mov(mov);
 	return ret;
 }
 
@@ -653,7 +705,9 @@ int ftrace_arch_code_modify_prepare(void)
 
 int ftrace_arch_code_modify_post_process(void)
 {
-	return arm64_patch_finish();
+	int ret = flush_movs(), ret2 = arm64_patch_finish();
+
+	return ret ? ret : ret2;
 }
 
 /* arm64 has no per-ops trampolines (the literal serves a lone ops) */

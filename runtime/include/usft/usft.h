@@ -52,6 +52,7 @@ struct usft_stats {
 	int disabled;			/* ftrace_bug() fired */
 	unsigned long nr_callsites;	/* per_callsite_ops: sites with an ops array */
 	unsigned long callsite_bytes;	/* memory those arrays take */
+	unsigned long nr_stop_machine;	/* text changes made with the other threads stopped */
 };
 
 /** usft_stat() - snapshot of the counters. Return: 0 or -EINVAL (bad sz). */
