@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <usft/ftrace.h>
@@ -218,6 +219,12 @@ struct usft_task {
 	 */
 	unsigned long orig_depth;
 	unsigned long orig_stack[16];
+	/*
+	 * Bit d: the signal handler at depth d interrupted this thread in
+	 * trampoline memory (core/signal.c); a reclaim scan of mem/execmem.c
+	 * must not trust the PC it sees then.  Not read by assembly.
+	 */
+	unsigned long tramp_irq;
 };
 #define USFT_ORIG_MAX		16
 #define USFT_TASK_NEST		0
@@ -254,6 +261,7 @@ void trace_clear_recursion(int bit);
 struct sigaction;
 int usft_real_sigaction(int sig, const struct sigaction *act, struct sigaction *oact);
 int usft_claim_signal(int sig, const struct sigaction *handler, struct sigaction *chain);
+bool usft_run_handler(const struct sigaction *a, int sig, siginfo_t *si, void *uc);
 
 /* ---- the ftrace core (ftrace.c) ----------------------------------- */
 extern pthread_mutex_t ftrace_lock;

@@ -22,6 +22,8 @@
 #include <signal.h>
 #include <string.h>
 #include "core/internal.h"
+#include "core/text.h"
+#include "mem/execmem.h"
 
 #ifndef _NSIG
 #define _NSIG 65
@@ -56,6 +58,40 @@ __no_tsan int usft_real_sigaction(int sig, const struct sigaction *act, struct s
 	return fn(sig, act, oact);
 }
 
+/*
+ * usft_run_handler() - run the program's handler @a for a signal as an
+ * interrupt context: sig_depth one higher, and usft_task.tramp_irq noting
+ * whether the interrupted code is trampoline memory (it resumes there when
+ * the handler returns; mem/execmem.c must not reuse that memory meanwhile).
+ * SIG_DFL and SIG_IGN are not run.  Return: whether a handler ran.
+ */
+bool usft_run_handler(const struct sigaction *a, int sig, siginfo_t *si, void *uc)
+{
+	unsigned long bit = 1UL << (usft_task.sig_depth & 63);
+	bool ran = true;
+
+	if (uc && usft_execmem_contains(usft_uc_pc(uc)))
+		usft_task.tramp_irq |= bit;
+	else
+		usft_task.tramp_irq &= ~bit;
+	usft_task.sig_depth++;
+	barrier();
+	if (a->sa_flags & SA_SIGINFO) {
+		if (a->sa_sigaction)
+			a->sa_sigaction(sig, si, uc);
+		else
+			ran = false;
+	} else if (a->sa_handler != SIG_DFL && a->sa_handler != SIG_IGN) {
+		a->sa_handler(sig);
+	} else {
+		ran = false;
+	}
+	barrier();
+	usft_task.sig_depth--;
+	usft_task.tramp_irq &= ~bit;
+	return ran;
+}
+
 static void depth_wrapper(int sig, siginfo_t *si, void *uc)
 {
 	struct sigaction a = user_act[sig];
@@ -66,16 +102,7 @@ static void depth_wrapper(int sig, siginfo_t *si, void *uc)
 		user_act[sig].sa_handler = SIG_DFL;
 		wrapped[sig] = false;
 	}
-	usft_task.sig_depth++;
-	barrier();
-	if (a.sa_flags & SA_SIGINFO) {
-		if (a.sa_sigaction)
-			a.sa_sigaction(sig, si, uc);
-	} else if (a.sa_handler != SIG_DFL && a.sa_handler != SIG_IGN) {
-		a.sa_handler(sig);
-	}
-	barrier();
-	usft_task.sig_depth--;
+	usft_run_handler(&a, sig, si, uc);
 }
 
 /**

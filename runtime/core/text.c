@@ -163,6 +163,8 @@ static int rv_signo;
 static struct sigaction rv_old;
 static pthread_mutex_t rv_lock = PTHREAD_MUTEX_INITIALIZER;
 static int rv_go, rv_left;	/* usft_stop_machine(): release, handlers gone */
+static int rv_active;		/* threads inside rv_handler for one of our signals */
+static int rv_skipped[RV_MAX], rv_nskipped;	/* threads that block the signal */
 
 static void rv_park(ucontext_t *uc, void *arg)
 {
@@ -175,11 +177,14 @@ static __no_tsan void rv_handler(int sig, siginfo_t *si, void *uc)
 	int saved = errno;
 
 	if (si->si_code == SI_TKILL && si->si_pid == getpid()) {
-		void (*fn)(ucontext_t *, void *) = smp_load_acquire(&rv_fn);
+		void (*fn)(ucontext_t *, void *);
 		int n;
 
+		/* in here every signal is blocked: see rv_signal_all() */
+		__atomic_add_fetch(&rv_active, 1, __ATOMIC_SEQ_CST);
+		fn = smp_load_acquire(&rv_fn);
 		if (!fn)
-			goto out;	/* a late signal of a finished rendezvous */
+			goto out_active;	/* a late signal of a finished rendezvous */
 		fn(uc, rv_arg);
 		n = __atomic_fetch_add(&rv_nacks, 1, __ATOMIC_SEQ_CST);
 		if (n < RV_MAX)
@@ -190,13 +195,11 @@ static __no_tsan void rv_handler(int sig, siginfo_t *si, void *uc)
 				syscall(SYS_sched_yield);
 			__atomic_fetch_add(&rv_left, 1, __ATOMIC_RELEASE);
 		}
-	} else if (rv_old.sa_flags & SA_SIGINFO) {
-		if (rv_old.sa_sigaction)
-			rv_old.sa_sigaction(sig, si, uc);
-	} else if (rv_old.sa_handler != SIG_IGN && rv_old.sa_handler != SIG_DFL) {
-		rv_old.sa_handler(sig);
+out_active:
+		__atomic_sub_fetch(&rv_active, 1, __ATOMIC_RELEASE);
+	} else {
+		usft_run_handler(&rv_old, sig, si, uc);
 	}
-out:
 	errno = saved;
 }
 
@@ -276,6 +279,7 @@ static int rv_signal_all(void (*fn)(ucontext_t *uc, void *arg), void *arg, int *
 	struct timespec t0, now;
 
 	n = list_tids(tids, RV_MAX);
+	rv_nskipped = 0;
 	rv_arg = arg;
 	rv_nacks = 0;
 	smp_store_release(&rv_fn, fn);
@@ -287,6 +291,8 @@ static int rv_signal_all(void (*fn)(ucontext_t *uc, void *arg), void *arg, int *
 		 * skipped (docs/design.md: such threads are not relocated).
 		 */
 		if (thread_blocks(tids[i], rv_signo)) {
+			if (rv_nskipped < RV_MAX)
+				rv_skipped[rv_nskipped++] = tids[i];
 			pr_debug("usft: thread %d blocks signal %d; not part of the rendezvous\n",
 				 tids[i], rv_signo);
 			continue;
@@ -321,7 +327,55 @@ static int rv_signal_all(void (*fn)(ucontext_t *uc, void *arg), void *arg, int *
 	return missing;
 }
 
-int usft_threads_rendezvous(void (*fn)(ucontext_t *uc, void *arg), void *arg)
+/*
+ * Wait until no thread is inside rv_handler any more.  A thread in there
+ * has every signal blocked, so the next rendezvous would take it for one
+ * that blocks the signal and skip it (a reclaim scan would then miss where
+ * it is).  Called with rv_lock held, after rv_fn went NULL.
+ */
+static void rv_drain(void)
+{
+	struct timespec t0, now;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (__atomic_load_n(&rv_active, __ATOMIC_ACQUIRE)) {
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if ((now.tv_sec - t0.tv_sec) * 1000000000L + (now.tv_nsec - t0.tv_nsec) > 100000000L)
+			break;	/* a thread stopped in the handler (debugger): do not hang */
+		sched_yield();
+	}
+}
+
+
+/*
+ * The user pc of a thread blocked in a system call (/proc/<tid>/syscall:
+ * "nr a0..a5 sp pc"), or 0 when it is running or unknown.
+ */
+static unsigned long syscall_pc(int tid)
+{
+	char path[64], line[256], *last;
+	unsigned long pc = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", tid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	if (fgets(line, sizeof(line), f) && strncmp(line, "running", 7) &&
+	    (last = strrchr(line, ' ')))
+		pc = strtoul(last + 1, NULL, 0);
+	fclose(f);
+	return pc;
+}
+
+/*
+ * usft_threads_scan() - usft_threads_rendezvous(), and for each thread that
+ * blocks the signal, where it is: its pc if it waits in a system call
+ * (the pc there cannot change until it returns), else 0 (unknown).
+ * Return: as usft_threads_rendezvous(); *@nblocked pcs in @blocked_pc.
+ */
+int usft_threads_scan(void (*fn)(ucontext_t *uc, void *arg), void *arg,
+		      unsigned long *blocked_pc, int max, int *nblocked)
 {
 	int missing, nacked;
 
@@ -331,10 +385,20 @@ int usft_threads_rendezvous(void (*fn)(ucontext_t *uc, void *arg), void *arg)
 		return -1;
 	}
 	missing = rv_signal_all(fn, arg, &nacked);
-	/* late handlers see rv_fn NULL and do nothing */
 	smp_store_release(&rv_fn, NULL);
+	rv_drain();
+	*nblocked = 0;
+	for (int i = 0; i < rv_nskipped && *nblocked < max; i++)
+		blocked_pc[(*nblocked)++] = syscall_pc(rv_skipped[i]);
 	pthread_mutex_unlock(&rv_lock);
 	return missing;
+}
+
+int usft_threads_rendezvous(void (*fn)(ucontext_t *uc, void *arg), void *arg)
+{
+	int nblocked;
+
+	return usft_threads_scan(fn, arg, NULL, 0, &nblocked);
 }
 
 /*
@@ -365,6 +429,7 @@ int usft_stop_machine(int (*fn)(void *arg), void *arg, int *fn_ret)
 	while (__atomic_load_n(&rv_left, __ATOMIC_ACQUIRE) < nacked)
 		sched_yield();
 	smp_store_release(&rv_fn, NULL);
+	rv_drain();
 	pthread_mutex_unlock(&rv_lock);
 	return missing;
 }

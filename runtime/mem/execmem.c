@@ -6,8 +6,22 @@
  * A window is private anonymous memory mapped PROT_READ|PROT_EXEC, so it
  * is copied on fork like text and never writable outside a batch.  Near
  * windows are placed with MAP_FIXED_NOREPLACE probes walking away from the
- * text they serve until one lands in reach.  Freed chunks wait in a FIFO
- * of at least QUARANTINE entries before they are handed out again.
+ * text they serve until one lands in reach.
+ *
+ * Reuse.  A chunk is freed after a tasks-RCU grace period, which covers a
+ * thread between a trampoline's TASK_MARK and TASK_EXIT but not one stopped
+ * on the instructions before the mark (the first one) or after the exit (the
+ * final ret, ftrace_regs_caller's jump to a direct target): the kernel's
+ * tasks-RCU sees a preempted task, usft cannot.  So freed chunks are only
+ * handed out again once a reclaim scan proved no thread can be there: every
+ * thread runs a rendezvous handler that reports where it was interrupted,
+ * and the scan is clean when no thread is inside trampoline memory at all
+ * (nor in a signal handler that interrupted trampoline code, see
+ * core/signal.c); then every chunk freed before it is safe.  A thread that
+ * blocks the rendezvous signal counts by the pc of the system call it waits
+ * in (/proc/<tid>/syscall), and makes the scan dirty while it runs.  Scans
+ * run once QUARANTINE chunks wait, and retry a few times; meanwhile fresh
+ * memory is used.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -15,6 +29,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 #include "core/internal.h"
+#include "core/text.h"
 #include "mem/execmem.h"
 
 #ifndef MAP_FIXED_NOREPLACE
@@ -28,6 +43,7 @@ struct chunk {
 	struct chunk *next;
 	unsigned long addr;
 	size_t size;
+	bool safe;		/* a reclaim scan ran after it was freed */
 };
 
 struct usft_window {
@@ -38,6 +54,8 @@ struct usft_window {
 	bool far;
 	struct chunk *free_head, *free_tail;
 	unsigned long nr_free;
+	unsigned long nr_unsafe;	/* freed since the last clean scan */
+	unsigned long next_scan;	/* nr_unsafe that warrants the next scan */
 };
 
 static struct usft_window *windows;
@@ -158,36 +176,112 @@ out:
 	return w;
 }
 
+/* ---- reclaim scans ----------------------------------------------------- */
+
+#define SCAN_MAX	4096
+#define SCAN_TRIES	3
+static unsigned long scan_pc[SCAN_MAX];
+static int scan_n, scan_dirty;
+
+/* rendezvous handler: where was this thread? */
+static void scan_thread(ucontext_t *uc, void *arg)
+{
+	int i = __atomic_fetch_add(&scan_n, 1, __ATOMIC_RELAXED);
+
+	(void)arg;
+	if (i < SCAN_MAX && !usft_task.tramp_irq)
+		__atomic_store_n(&scan_pc[i], usft_uc_pc(uc), __ATOMIC_RELAXED);
+	else
+		__atomic_store_n(&scan_dirty, 1, __ATOMIC_RELAXED);
+}
+
+static bool in_any_window(unsigned long pc)
+{
+	for (struct usft_window *w = windows; w; w = w->next)
+		if (usft_window_contains(w, pc))
+			return true;
+	return false;
+}
+
+/* execmem_lock held.  Return: true when every freed chunk is safe now. */
+static bool reclaim_scan(void)
+{
+	static unsigned long blocked_pc[SCAN_MAX];
+
+	for (int t = 0; t < SCAN_TRIES; t++) {
+		bool dirty;
+		int n, nb;
+
+		__atomic_store_n(&scan_n, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&scan_dirty, 0, __ATOMIC_RELAXED);
+		/* the handlers' stores are ordered before their acks */
+		dirty = usft_threads_scan(scan_thread, NULL, blocked_pc, SCAN_MAX, &nb) != 0 ||
+			usft_task.tramp_irq;
+		dirty |= __atomic_load_n(&scan_dirty, __ATOMIC_RELAXED);
+		n = __atomic_load_n(&scan_n, __ATOMIC_RELAXED);
+		for (int i = 0; !dirty && i < n && i < SCAN_MAX; i++)
+			dirty = in_any_window(__atomic_load_n(&scan_pc[i], __ATOMIC_RELAXED));
+		/*
+		 * A thread that blocks the signal counts where it waits in a
+		 * system call; running (or inside a handler on its way out) it
+		 * could be anywhere: try again.
+		 */
+		for (int i = 0; !dirty && i < nb; i++)
+			dirty = !blocked_pc[i] || in_any_window(blocked_pc[i]);
+		usft_count(nr_reclaim_scans);
+		if (!dirty) {
+			for (struct usft_window *w = windows; w; w = w->next) {
+				for (struct chunk *c = w->free_head; c; c = c->next)
+					c->safe = true;
+				w->nr_unsafe = 0;
+				w->next_scan = 0;
+			}
+			return true;
+		}
+		sched_yield();
+	}
+	return false;
+}
+
+static unsigned long take_safe_chunk(struct usft_window *w, size_t size)
+{
+	for (struct chunk **pp = &w->free_head; *pp; pp = &(*pp)->next) {
+		struct chunk *c = *pp;
+		unsigned long addr;
+
+		if (c->size != size || !c->safe)
+			continue;
+		*pp = c->next;
+		if (w->free_tail == c) {
+			w->free_tail = NULL;
+			for (struct chunk *t = w->free_head; t; t = t->next)
+				w->free_tail = t;
+		}
+		w->nr_free--;
+		addr = c->addr;
+		free(c);
+		return addr;
+	}
+	return 0;
+}
+
 unsigned long usft_execmem_alloc(struct usft_window *w, size_t size)
 {
-	unsigned long addr = 0;
-	struct chunk **pp;
+	unsigned long addr;
 
 	size = (size + 63) & ~63UL;
 	pthread_mutex_lock(&execmem_lock);
-	if (w->nr_free > QUARANTINE) {
-		for (pp = &w->free_head; *pp; pp = &(*pp)->next) {
-			struct chunk *c = *pp;
-
-			if (c->size != size)
-				continue;
-			*pp = c->next;
-			if (w->free_tail == c) {
-				w->free_tail = NULL;
-				for (struct chunk *t = w->free_head; t; t = t->next)
-					w->free_tail = t;
-			}
-			w->nr_free--;
-			addr = c->addr;
-			free(c);
-			goto out;
-		}
+	addr = take_safe_chunk(w, size);
+	if (!addr && w->nr_unsafe >= QUARANTINE && w->nr_unsafe >= w->next_scan) {
+		if (reclaim_scan())
+			addr = take_safe_chunk(w, size);
+		else	/* a thread stays in trampoline memory: not at every allocation */
+			w->next_scan = w->nr_unsafe + QUARANTINE;
 	}
-	if (w->used + size <= w->size) {
+	if (!addr && w->used + size <= w->size) {
 		addr = w->start + w->used;
 		w->used += size;
 	}
-out:
 	pthread_mutex_unlock(&execmem_lock);
 	return addr;
 }
@@ -201,6 +295,7 @@ void usft_execmem_free(struct usft_window *w, unsigned long addr, size_t size)
 	c->next = NULL;
 	c->addr = addr;
 	c->size = (size + 63) & ~63UL;
+	c->safe = false;
 	pthread_mutex_lock(&execmem_lock);
 	if (w->free_tail)
 		w->free_tail->next = c;
@@ -208,5 +303,6 @@ void usft_execmem_free(struct usft_window *w, unsigned long addr, size_t size)
 		w->free_head = c;
 	w->free_tail = c;
 	w->nr_free++;
+	w->nr_unsafe++;
 	pthread_mutex_unlock(&execmem_lock);
 }

@@ -534,10 +534,7 @@ static void batch_step(unsigned *r)
 	free_ftrace_hash(h);
 }
 
-/*
- * USFT_TORTURE_NO_LINKS=1: no trampoline links (the open per_callsite_ops
- * bug of docs/reliability.md, "a wrong result under per_callsite_ops").
- */
+/* USFT_TORTURE_NO_LINKS=1: no trampoline links (to tell link bugs from others) */
 static bool no_links;
 
 static void link_step(unsigned *r)

@@ -546,6 +546,13 @@ TRACEE long tr_win_fn(long x)
 	return x * 7 + 3;
 }
 
+/* same model: its images have the size of tr_win_fn's, so they could reuse them */
+TRACEE long tr_win_twin(long x)
+{
+	TRACEE_BODY();
+	return x * 11 + 5;
+}
+
 #if defined(__x86_64__)
 #define WIN_SIG (SIGRTMIN + 2)
 #define X86_EFLAGS_TF 0x100L
@@ -640,6 +647,22 @@ static void stopped_at_entry(enum usft_tramp_kind kind, int mode, unsigned char 
 	}
 	tt_detach(l);
 	atomic_store(&win_dead, 1);
+	/*
+	 * The grace period cannot see the parked worker (it is before the
+	 * image's mark), so the freed image must not be handed out again while
+	 * it stands there: images of the same size come and go, none may land
+	 * on it (it would run another function's image).
+	 */
+	for (int i = 0; i < 400; i++) {
+		struct usft_tramp_link *t = tt_attach(tr_win_twin, kind, win_prog, NULL, 1, mode);
+
+		cr_assert_eq(tc_read_site((const void *)tr_win_twin, b), TC_SITE_SIZE);
+		memcpy(&rel, b + 1, 4);
+		cr_assert_neq(tc_site((const void *)tr_win_twin) + TC_SITE_SIZE + (long)rel,
+			      atomic_load(&win_image),
+			      "cycle %d: a new image reuses the one a thread is about to run", i);
+		tt_detach(t);
+	}
 	atomic_store(&win_released, 1);
 	usleep(50000);
 	atomic_store(&win_stop, 1);

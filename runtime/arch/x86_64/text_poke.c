@@ -124,17 +124,10 @@ static void usft_sigtrap(int sig, siginfo_t *si, void *ctx)
 				break;	/* no batch in flight: not ours */
 		}
 	}
-	if (old_trap.sa_flags & SA_SIGINFO) {
-		if (old_trap.sa_sigaction) {
-			old_trap.sa_sigaction(sig, si, ctx);
-			goto out;
-		}
-	} else if (old_trap.sa_handler == SIG_IGN) {
+	if (!(old_trap.sa_flags & SA_SIGINFO) && old_trap.sa_handler == SIG_IGN)
 		goto out;
-	} else if (old_trap.sa_handler != SIG_DFL) {
-		old_trap.sa_handler(sig);
+	if (usft_run_handler(&old_trap, sig, si, ctx))
 		goto out;
-	}
 	/* default action: die with SIGTRAP as the program would have */
 	{
 		struct sigaction dfl;

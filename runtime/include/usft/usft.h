@@ -53,6 +53,7 @@ struct usft_stats {
 	unsigned long nr_callsites;	/* per_callsite_ops: sites with an ops array */
 	unsigned long callsite_bytes;	/* memory those arrays take */
 	unsigned long nr_stop_machine;	/* text changes made with the other threads stopped */
+	unsigned long nr_reclaim_scans;	/* scans proving freed trampoline memory unused */
 };
 
 /** usft_stat() - snapshot of the counters. Return: 0 or -EINVAL (bad sz). */
