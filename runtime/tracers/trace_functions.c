@@ -169,6 +169,13 @@ int usft_resolve_graph_funcs(const char *names)
 		if (!pass)
 			qsort(set->ips, n, sizeof(set->ips[0]), cmp_ip);
 	}
+	/* most -g sets are a few functions: give back the rest */
+	{
+		struct graph_set *fit = realloc(set, sizeof(*set) + n * sizeof(set->ips[0]));
+
+		if (fit)
+			set = fit;
+	}
 	set->n = n;
 	set->old = graph_set;
 	__atomic_store_n(&graph_set, set, __ATOMIC_RELEASE);
