@@ -64,6 +64,25 @@
  * register_ftrace_graph() then returns -EOPNOTSUPP.
  */
 extern const char return_to_handler[] __attribute__((weak));
+/*
+ * What a hooked frame's return slot holds while the function runs:
+ * return_to_handler, or (graph jmp mode, x86-64 only) ftrace_graph_jmp_ret
+ * when the graph jmp caller called the body itself.
+ */
+#ifdef __x86_64__
+extern const char ftrace_graph_jmp_ret[];
+#define FGRAPH_JMP_RET	((unsigned long)ftrace_graph_jmp_ret)
+static __always_inline bool fgraph_is_hook(unsigned long v)
+{
+	return v == (unsigned long)return_to_handler || v == FGRAPH_JMP_RET;
+}
+#else
+#define FGRAPH_JMP_RET	((unsigned long)return_to_handler)
+static __always_inline bool fgraph_is_hook(unsigned long v)
+{
+	return v == (unsigned long)return_to_handler;
+}
+#endif
 
 /* ---- trace clock (kernel trace_clock_local) ------------------------- */
 
@@ -219,6 +238,7 @@ USFT_API const char *usft_trace_clock_name(void)
 
 enum {
 	FRAME_HOOKED = 1 << 0,	/* *retp holds return_to_handler because of us */
+	FRAME_JMP = 1 << 1,	/* unhooked by the unwind pair from ftrace_graph_jmp_ret */
 };
 
 struct fgraph_frame {
@@ -442,7 +462,7 @@ static void fgraph_entry_func(unsigned long ip, unsigned long parent_ip,
 	ret = READ_ONCE(*retp);
 	top = t->top;
 	sd = fgraph_sig_depth();
-	if (ret == rth) {
+	if (fgraph_is_hook(ret)) {
 		/*
 		 * Another fgraph_ops on the same invocation joins its frame;
 		 * otherwise this is a tail call from a hooked frame.
@@ -606,13 +626,13 @@ USFT_API unsigned long ftrace_graph_ret_addr(struct task_struct *task, int *idx,
 {
 	struct fgraph_task *t = &fgraph_task;
 
-	if (task || !return_to_handler || ret != (unsigned long)return_to_handler || !t->frames)
+	if (task || !return_to_handler || !fgraph_is_hook(ret) || !t->frames)
 		return ret;
 	for (int i = t->top - 1; i >= 0; i--) {
 		if (!arch_fgraph_owns_slot(t->frames[i].retp, retp))
 			continue;
 		ret = t->frames[i].ret;
-		if (ret != (unsigned long)return_to_handler)
+		if (!fgraph_is_hook(ret))
 			return ret;	/* else a tail call: the next frame down has it */
 	}
 	return ret;
@@ -630,12 +650,17 @@ USFT_API void usft_fgraph_unwind_begin(void)
 	/* top down, so a tail-call pair ends with the outer frame's real address */
 	for (int i = t->top - 1; i >= 0; i--) {
 		struct fgraph_frame *f = &t->frames[i];
-		unsigned long *slot = arch_fgraph_id_slot(f->retp);
+		unsigned long *slot = arch_fgraph_id_slot(f->retp), v;
 
 		if (!(f->flags & FRAME_HOOKED))
 			continue;
-		if (slot && READ_ONCE(*slot) == rth)
+		v = slot ? READ_ONCE(*slot) : 0;
+		if (fgraph_is_hook(v)) {
+			/* put back the same hook afterwards (graph jmp mode keeps its pairing) */
+			f->flags = (unsigned short)(v == rth ? f->flags & ~FRAME_JMP
+							: f->flags | FRAME_JMP);
 			WRITE_ONCE(*slot, f->ret);
+		}
 		f->flags &= ~FRAME_HOOKED;
 	}
 	barrier();
@@ -668,7 +693,7 @@ USFT_API void usft_fgraph_unwind_end(unsigned long sp)
 		if ((f->flags & FRAME_HOOKED) || !f->mask)
 			continue;
 		if (slot && READ_ONCE(*slot) == f->ret) {
-			WRITE_ONCE(*slot, rth);
+			WRITE_ONCE(*slot, (f->flags & FRAME_JMP) ? FGRAPH_JMP_RET : rth);
 			f->flags |= FRAME_HOOKED;
 		}
 	}

@@ -335,6 +335,7 @@ struct usft_options {
 	int tramp_placement;	/* 0 near, 1 far */
 	int per_callsite_ops;
 	int call_ops;
+	int graph_jmp;
 };
 extern struct usft_options usft_opts;
 extern struct usft_stats usft_counters;

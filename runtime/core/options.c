@@ -20,6 +20,7 @@ struct usft_options usft_opts = {
 	.tramp_placement = 0,
 	.per_callsite_ops = 0,
 	.call_ops = 1,
+	.graph_jmp = 1,
 };
 struct usft_stats usft_counters;
 
@@ -53,6 +54,8 @@ static const struct usft_option_desc usft_option_table[] = {
 	{ "per_callsite_ops", &usft_opts.per_callsite_ops, NULL, 1, false,
 	  "per-site ops arrays instead of the global ops list walk" },
 	{ "call_ops", &usft_opts.call_ops, NULL, 1, false, "arm64 CALL_OPS literals" },
+	{ "graph_jmp", &usft_opts.graph_jmp, NULL, 1, false,
+	  "x86-64: a site whose only ops is a graph ops jumps to a stub that calls the body" },
 };
 
 static const struct usft_option_desc *find_option(const char *name, size_t len)

@@ -2,10 +2,14 @@
 /*
  * <usft/fgraph.h> in-process: register/unregister, entry and return
  * callbacks, return values and registers, two fgraph_ops on one function,
- * tail calls, longjmp, ftrace_graph_ret_addr() and the unwind pair.
+ * tail calls, longjmp, ftrace_graph_ret_addr() and the unwind pair, the
+ * site bytes of graph jmp mode (x86-64) and registration under calling
+ * threads.  Runs as is (graph_jmp=1 by default) and as e2e_fgraph_api.call
+ * (graph_jmp=0: every hooked return goes through return_to_handler).
  */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <string.h>
 #include <usft/fgraph.h>
@@ -298,4 +302,84 @@ Test(fgraph, trace_clock_is_monotonic)
 	cr_assert_eq(usft_set_trace_clock("mono"), 0);
 	cr_assert_str_eq(usft_trace_clock_name(), "mono");
 	cr_assert_eq(usft_set_trace_clock("auto"), 0);
+}
+
+/* graph jmp mode: a site whose only ops is a graph ops jumps (E9) to its stub */
+Test(fgraph, site_bytes_follow_graph_jmp)
+{
+#if defined(__x86_64__)
+	char opt[8] = "";
+	const unsigned char *site = (const unsigned char *)fg_leaf;
+	unsigned char want;
+
+	filter(&gops_a, "fg_leaf");
+	cr_assert_eq(register_ftrace_graph(&gops_a), 0);
+	/* after the first registration: USFT_OPTIONS is read at initialisation */
+	cr_assert_eq(usft_get_option("graph_jmp", opt, sizeof(opt)), 0);
+	want = opt[0] == '1' ? 0xe9 : 0xe8;
+	cr_assert_eq(site[0], want, "graph_jmp=%s: site byte %#x, want %#x", opt, site[0], want);
+	cr_assert_eq(fg_parent(20), 42);
+	unregister_ftrace_graph(&gops_a);
+	cr_assert_eq(site[0], 0x0f, "the NOP is back");
+#else
+	cr_skip_test("graph jmp mode is x86-64 only");
+#endif
+}
+
+/* registration churn while threads run hooked functions */
+static long churn_entries, churn_returns;
+static volatile int churn_stop;
+
+static notrace int ent_count(struct ftrace_graph_ent *t, struct fgraph_ops *g,
+			     struct ftrace_regs *r)
+{
+	__atomic_add_fetch(&churn_entries, 1, __ATOMIC_RELAXED);
+	return 1;
+}
+
+static notrace void ret_count(struct ftrace_graph_ret *t, struct fgraph_ops *g,
+			      struct ftrace_regs *r)
+{
+	__atomic_add_fetch(&churn_returns, 1, __ATOMIC_RELAXED);
+}
+
+static struct fgraph_ops gops_count = { .entryfunc = ent_count, .retfunc = ret_count };
+
+static notrace void *churn_caller(void *arg)
+{
+	long bad = 0;
+
+	for (long i = 0; !churn_stop; i++) {
+		if (fg_parent(i) != (i + 1) * 2 || fg_tail(i) != (i + 1) * 3)
+			bad++;
+		if (fg_double((double)i) != (double)i * 1.5)
+			bad++;
+	}
+	return (void *)bad;
+}
+
+Test(fgraph, register_unregister_while_threads_call)
+{
+	pthread_t th[2];
+	void *bad;
+
+	cr_assert_eq(ftrace_set_filter(&gops_count.ops, (unsigned char *)"fg_parent fg_leaf fg_tail*",
+				       -1, 1), 0);
+	churn_stop = 0;
+	for (int i = 0; i < 2; i++)
+		cr_assert_eq(pthread_create(&th[i], NULL, churn_caller, NULL), 0);
+	for (int round = 0; round < 150; round++) {
+		cr_assert_eq(register_ftrace_graph(&gops_count), 0, "round %d", round);
+		for (volatile int spin = 0; spin < 20000; spin++)
+			;
+		unregister_ftrace_graph(&gops_count);
+	}
+	churn_stop = 1;
+	for (int i = 0; i < 2; i++) {
+		cr_assert_eq(pthread_join(th[i], &bad), 0);
+		cr_assert_eq((long)bad, 0, "a hooked call computed a wrong result");
+	}
+	cr_assert_gt(__atomic_load_n(&churn_entries, __ATOMIC_RELAXED), 0);
+	/* every hooked return ran its callback or was unwound: never more returns */
+	cr_assert_leq(churn_returns, churn_entries);
 }

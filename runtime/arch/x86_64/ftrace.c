@@ -23,6 +23,8 @@ extern const char ftrace_regs_caller_data[], ftrace_regs_caller_end[];
 extern const char ftrace_regs_caller_jmp[];
 extern const char ftrace_caller_op_ptr[], ftrace_call[];
 extern const char ftrace_regs_caller_op_ptr[], ftrace_regs_call[];
+extern const char ftrace_graph_stub[], ftrace_graph_stub_data[], ftrace_graph_stub_end[];
+extern const char ftrace_graph_jmp_caller[];
 
 /* what the shared callers call (kernel: the patched call at ftrace_call) */
 ftrace_func_t x86_ftrace_call_func = ftrace_stub;
@@ -47,6 +49,25 @@ struct tramp_copy {
 	unsigned long addr;
 };
 
+/* the data words of a graph jmp stub (fgraph_entry.S: GS_*) */
+struct graph_stub_data {
+	unsigned long tpoff;
+	unsigned long regfn;
+	unsigned long caller;
+	unsigned long ip;
+	unsigned long ops;
+	unsigned long func;
+};
+
+/* a site's graph jmp stub, kept until its ops' trampoline is freed */
+struct graph_stub {
+	struct graph_stub *next;
+	unsigned long ip;
+	unsigned long addr;
+	struct usft_window *w;
+};
+#define GRAPH_STUB_BITS 8
+
 #define MAX_COPIES 16
 struct usft_ops_private {
 	struct usft_ops_private *next;
@@ -55,6 +76,7 @@ struct usft_ops_private {
 	size_t size;
 	unsigned int nr;
 	struct tramp_copy copy[MAX_COPIES];
+	struct graph_stub **stubs;	/* graph ops, graph_jmp=1: by site */
 };
 static struct usft_ops_private *tramps;
 
@@ -231,11 +253,121 @@ static struct usft_ops_private *find_tramp(unsigned long primary)
 	return NULL;
 }
 
+static size_t graph_stub_size(void)
+{
+	return (size_t)(ftrace_graph_stub_end - ftrace_graph_stub);
+}
+
+/* the word holding the callback in the stub at @addr */
+static unsigned long graph_stub_func_word(unsigned long addr)
+{
+	return addr + (size_t)(ftrace_graph_stub_data - ftrace_graph_stub) +
+	       offsetof(struct graph_stub_data, func);
+}
+
+/*
+ * Graph jmp mode: a site whose only ops is a function graph ops (args
+ * frame, no IPMODIFY) jumps to a stub of its own (fgraph_entry.S).
+ */
+static bool graph_jmp_wanted(const struct usft_ops_private *p)
+{
+	return usft_opts.graph_jmp && !p->regs &&
+	       (p->ops->flags & FTRACE_OPS_FL_GRAPH) && !(p->ops->flags & FTRACE_OPS_FL_IPMODIFY);
+}
+
+/* @ip's stub of @p, made when @create; 0: none (the caller falls back to a call) */
+static unsigned long graph_stub(struct usft_ops_private *p, unsigned long ip, bool create)
+{
+	size_t size = graph_stub_size();
+	unsigned long key = ftrace_hash_key(ip, GRAPH_STUB_BITS), addr;
+	struct graph_stub_data *d;
+	struct usft_object *obj;
+	struct graph_stub *gs;
+	struct obj_arch *a;
+	unsigned char *buf;
+
+	for (gs = p->stubs ? p->stubs[key] : NULL; gs; gs = gs->next)
+		if (gs->ip == ip)
+			return gs->addr;
+	if (!create)
+		return 0;
+	obj = object_of(ip);
+	a = obj ? obj_arch(obj) : NULL;
+	if (!a)
+		return 0;
+	if (!p->stubs) {
+		p->stubs = calloc(1UL << GRAPH_STUB_BITS, sizeof(*p->stubs));
+		if (!p->stubs)
+			return 0;
+	}
+	gs = calloc(1, sizeof(*gs));
+	buf = malloc(size);
+	addr = gs && buf ? usft_execmem_alloc(a->w, size) : 0;
+	if (!addr || !x86_rel32_ok(ip, addr) || !x86_rel32_ok(ip, addr + size))
+		goto fail;
+	memcpy(buf, ftrace_graph_stub, size);
+	d = (struct graph_stub_data *)(buf + (ftrace_graph_stub_data - ftrace_graph_stub));
+	d->tpoff = usft_task_tpoff();
+	d->regfn = (unsigned long)usft_task_register;
+	d->caller = (unsigned long)ftrace_graph_jmp_caller;
+	d->ip = ip;
+	d->ops = (unsigned long)p->ops;
+	d->func = (unsigned long)ftrace_ops_get_func(p->ops);
+	/* made in pass 1 of a batch (or before a single poke): its syncs cover it */
+	if (x86_text_copy(addr, buf, size, false))
+		goto fail;
+	free(buf);
+	gs->ip = ip;
+	gs->addr = addr;
+	gs->w = a->w;
+	gs->next = p->stubs[key];
+	p->stubs[key] = gs;
+	return addr;
+fail:
+	if (addr)
+		usft_execmem_free(a->w, addr, size);
+	free(buf);
+	free(gs);
+	return 0;
+}
+
+/* point the callback word of every stub of @p at @func */
+static void graph_stubs_set_func(struct usft_ops_private *p, unsigned long func)
+{
+	if (!p->stubs)
+		return;
+	for (unsigned long i = 0; i < (1UL << GRAPH_STUB_BITS); i++)
+		for (struct graph_stub *gs = p->stubs[i]; gs; gs = gs->next) {
+			unsigned long word = graph_stub_func_word(gs->addr);
+
+			if (!usft_text_open(word, 8))
+				__atomic_store_n((unsigned long *)word, func, __ATOMIC_RELEASE);
+			usft_text_close_all();
+		}
+}
+
+static void graph_stubs_free(struct usft_ops_private *p)
+{
+	if (!p->stubs)
+		return;
+	for (unsigned long i = 0; i < (1UL << GRAPH_STUB_BITS); i++)
+		while (p->stubs[i]) {
+			struct graph_stub *gs = p->stubs[i];
+
+			p->stubs[i] = gs->next;
+			usft_execmem_free(gs->w, gs->addr, graph_stub_size());
+			free(gs);
+		}
+	free(p->stubs);
+	p->stubs = NULL;
+}
+
 /*
  * Resolve @addr for the site at @ip.  Return: the real branch target, or 0
  * when no copy in reach exists (and @create is false or creation failed).
+ * @jmp (may be NULL) is set when the site must jump there (a graph stub).
  */
-static unsigned long resolve(unsigned long ip, unsigned long addr, bool create)
+static unsigned long resolve_branch(unsigned long ip, unsigned long addr, bool create, bool *jmp)
 {
 	struct usft_ops_private *p;
 	struct usft_object *obj;
@@ -271,6 +403,15 @@ again:
 			addr = FTRACE_REGS_ADDR;
 			goto caller;
 		}
+		if (graph_jmp_wanted(p)) {
+			unsigned long t = graph_stub(p, ip, create);
+
+			if (t) {
+				if (jmp)
+					*jmp = true;
+				return t;
+			}
+		}
 		for (unsigned int i = 0; i < p->nr; i++)
 			if (x86_rel32_ok(ip, p->copy[i].addr) &&
 			    x86_rel32_ok(ip, p->copy[i].addr + p->size))
@@ -302,6 +443,11 @@ caller:
 	return addr == FTRACE_ADDR ? a->caller : a->regs_caller;
 }
 
+static unsigned long resolve(unsigned long ip, unsigned long addr, bool create)
+{
+	return resolve_branch(ip, addr, create, NULL);
+}
+
 bool arch_ftrace_direct_in_reach(unsigned long ip, unsigned long addr)
 {
 	addr = ftrace_jmp_get(addr);
@@ -316,9 +462,10 @@ void arch_ftrace_set_direct_caller(struct ftrace_regs *fregs, unsigned long addr
 /* kernel ftrace_call_replace(): call, or jmp for a jmp-marked direct address */
 static int call_replace(unsigned char *buf, unsigned long ip, unsigned long addr, bool create)
 {
-	unsigned long target = resolve(ip, addr, create);
-	/* jmp only straight into a direct trampoline; callers are always called */
-	bool jmp = ftrace_is_jmp(addr) && target == ftrace_jmp_get(addr);
+	bool stub = false;
+	unsigned long target = resolve_branch(ip, addr, create, &stub);
+	/* jmp straight into a direct trampoline or a graph stub; callers are called */
+	bool jmp = stub || (ftrace_is_jmp(addr) && target == ftrace_jmp_get(addr));
 
 	if (!target || !x86_encode_branch(buf, ip, target, jmp))
 		return -ENOMEM;
@@ -524,6 +671,7 @@ void arch_ftrace_update_trampoline(struct ftrace_ops *ops)
 				__atomic_store_n((unsigned long *)word, f, __ATOMIC_RELEASE);
 			usft_text_close_all();
 		}
+		graph_stubs_set_func(p, (unsigned long)ftrace_ops_get_func(ops));
 		return;
 	}
 	if (ops->trampoline)
@@ -583,6 +731,7 @@ void arch_ftrace_trampoline_quiesce(struct ftrace_ops *ops)
 					 __ATOMIC_RELEASE);
 		usft_text_close_all();
 	}
+	graph_stubs_set_func(p, (unsigned long)ftrace_stub);
 }
 
 void arch_ftrace_trampoline_free(struct ftrace_ops *ops)
@@ -598,6 +747,7 @@ void arch_ftrace_trampoline_free(struct ftrace_ops *ops)
 		}
 	for (unsigned int i = 0; i < p->nr; i++)
 		usft_execmem_free(p->copy[i].w, p->copy[i].addr, p->size);
+	graph_stubs_free(p);
 	free(p);
 	ops->usft = NULL;
 	ops->trampoline = 0;
