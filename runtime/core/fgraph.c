@@ -108,6 +108,8 @@ static inline unsigned long long mono_ns(void)
 }
 
 #if HAVE_ARCH_TRACE_CYCLES
+#define TCLOCK_SKEW	(1ULL << 24)	/* counts: milliseconds at any clock rate */
+
 /* one (counter, ns) pair: the tightest bracket of 8 tries */
 static void clock_pair(unsigned long long *c, unsigned long long *t)
 {
@@ -159,8 +161,13 @@ static bool tclock_calibrate_counter(void)
 	if (c1 <= c0 || t1 <= t0)
 		return false;
 	tclock.mult = ((t1 - t0) << 32) / (c1 - c0);
-	tclock.c0 = c1;
-	tclock.t0 = t1;
+	/*
+	 * The origin is moved back by TCLOCK_SKEW counts, so that a counter
+	 * read a little behind c1 (another CPU's, just after calibration)
+	 * still gives a positive delta: the hot path converts unsigned.
+	 */
+	tclock.c0 = c1 - TCLOCK_SKEW;
+	tclock.t0 = t1 - (unsigned long long)(((unsigned __int128)TCLOCK_SKEW * tclock.mult) >> 32);
 	return tclock.mult != 0;
 }
 #else
@@ -184,9 +191,9 @@ static __always_inline unsigned long long trace_clock_local(void)
 {
 #if HAVE_ARCH_TRACE_CYCLES
 	if (likely(tclock.kind == CLOCK_KIND_COUNTER)) {
-		long long d = (long long)(arch_trace_cycles() - tclock.c0);
+		unsigned long long d = arch_trace_cycles() - tclock.c0;
 
-		return tclock.t0 + (unsigned long long)(((__int128)d * tclock.mult) >> 32);
+		return tclock.t0 + (unsigned long long)(((unsigned __int128)d * tclock.mult) >> 32);
 	}
 #endif
 	return mono_ns();
@@ -428,41 +435,28 @@ static void fgraph_frame_gone(struct fgraph_task *t, const struct fgraph_frame *
 }
 
 /*
- * The entry hook: the callback of every fgraph_ops' ftrace_ops (kernel
- * function_graph_enter_regs() + ftrace_push_return_trace()).
+ * The unusual cases of the entry hook, out of line so the common one (a
+ * call below the frames already on the shadow stack) keeps few registers:
+ * no shadow stack yet, another fgraph_ops joining the frame of this same
+ * invocation, a tail call from a hooked frame, frames that are gone, a
+ * full stack.  Called and returning inside the busy section.
+ * Return: the index to push the new frame at, or -1 when none is pushed.
  */
-static void fgraph_entry_func(unsigned long ip, unsigned long parent_ip,
-			      struct ftrace_ops *op, struct ftrace_regs *fregs)
+static __attribute__((noinline)) int fgraph_entry_slow(struct fgraph_task *t,
+						       struct fgraph_ops *gops, unsigned long ip,
+						       struct ftrace_regs *fregs,
+						       unsigned long long now)
 {
-	struct fgraph_ops *gops = container_of(op, struct fgraph_ops, ops);
-	struct fgraph_task *t = &fgraph_task;
-	const unsigned long rth = (unsigned long)return_to_handler;
+	unsigned long id = arch_fgraph_frame_id(fregs);
+	unsigned int sd = fgraph_sig_depth();
 	struct ftrace_graph_ent trace;
 	struct fgraph_frame *f;
-	unsigned long *retp, ret, id;
-	unsigned long long now;
-	unsigned int sd;
-	int bit, top;
+	int top;
 
-	/* first: the counter's latency overlaps the bookkeeping below */
-	now = trace_clock_local();
-	bit = fgraph_recursion_lock();
-	if (bit < 0)
-		return;
-	if (unlikely(t->busy)) {
-		t->overrun++;
-		goto out_bit;
-	}
-	t->busy = 1;
-	barrier();
-	if (unlikely(!t->frames) && fgraph_claim_stack(t))
-		goto out;
-	retp = arch_fgraph_ret_slot(fregs);
-	id = arch_fgraph_frame_id(fregs);
-	ret = READ_ONCE(*retp);
+	if (!t->frames && fgraph_claim_stack(t))
+		return -1;
 	top = t->top;
-	sd = fgraph_sig_depth();
-	if (fgraph_is_hook(ret)) {
+	if (fgraph_is_hook(READ_ONCE(*arch_fgraph_ret_slot(fregs)))) {
 		/*
 		 * Another fgraph_ops on the same invocation joins its frame;
 		 * otherwise this is a tail call from a hooked frame.
@@ -477,7 +471,9 @@ static void fgraph_entry_func(unsigned long ip, unsigned long parent_ip,
 			t->busy = 0;
 			if (!gops->entryfunc || gops->entryfunc(&trace, gops, fregs))
 				f->mask |= 1U << gops->idx;
-			goto out_bit;
+			barrier();
+			t->busy = 1;
+			return -1;
 		}
 	} else {
 		/*
@@ -488,25 +484,61 @@ static void fgraph_entry_func(unsigned long ip, unsigned long parent_ip,
 		 * rule also catches frames left by siglongjmp() out of a
 		 * handler, after which the signal level reads one too high.
 		 */
-		while (top && unlikely(t->frames[top - 1].retp <= id) &&
-		       (t->frames[top - 1].retp == id ||
-			t->frames[top - 1].sig_depth == sd)) {
+		while (top && t->frames[top - 1].retp <= id &&
+		       (t->frames[top - 1].retp == id || t->frames[top - 1].sig_depth == sd)) {
 			top--;
 			t->top = top;
 			fgraph_frame_gone(t, &t->frames[top], top, now);
 		}
 	}
-	if (unlikely(top >= FGRAPH_STACK_DEPTH)) {
+	if (top >= FGRAPH_STACK_DEPTH) {
 		t->overrun++;
-		goto out;
+		return -1;
+	}
+	return top;
+}
+
+/*
+ * The entry hook: the callback of every fgraph_ops' ftrace_ops (kernel
+ * function_graph_enter_regs() + ftrace_push_return_trace()).
+ */
+static void fgraph_entry_func(unsigned long ip, unsigned long parent_ip,
+			      struct ftrace_ops *op, struct ftrace_regs *fregs)
+{
+	struct fgraph_ops *gops = container_of(op, struct fgraph_ops, ops);
+	struct fgraph_task *t = &fgraph_task;
+	unsigned long *retp = arch_fgraph_ret_slot(fregs);
+	unsigned long id = arch_fgraph_frame_id(fregs);
+	struct ftrace_graph_ent trace;
+	struct fgraph_frame *f;
+	unsigned long long now;
+	int bit, top;
+
+	/* first: the counter's latency overlaps the bookkeeping below */
+	now = trace_clock_local();
+	bit = fgraph_recursion_lock();
+	if (bit < 0)
+		return;
+	if (unlikely(t->busy)) {
+		t->overrun++;
+		goto out_bit;
+	}
+	t->busy = 1;
+	barrier();
+	top = t->top;
+	if (unlikely(!t->frames || fgraph_is_hook(READ_ONCE(*retp)) ||
+		     top >= FGRAPH_STACK_DEPTH || (top && t->frames[top - 1].retp <= id))) {
+		top = fgraph_entry_slow(t, gops, ip, fregs, now);
+		if (top < 0)
+			goto out;
 	}
 	f = &t->frames[top];
-	f->ret = ret;
+	f->ret = READ_ONCE(*retp);
 	f->retp = id;
 	f->func = ip;
 	f->calltime = now;
 	f->mask = 0;
-	f->sig_depth = (unsigned short)sd;
+	f->sig_depth = (unsigned short)fgraph_sig_depth();
 	f->flags = 0;
 	t->top = top + 1;
 	barrier();
@@ -517,7 +549,7 @@ static void fgraph_entry_func(unsigned long ip, unsigned long parent_ip,
 	t->busy = 0;
 	trace.func = ip;
 	trace.depth = top;
-	trace.calltime = f->calltime;
+	trace.calltime = now;
 	if (gops->entryfunc && !gops->entryfunc(&trace, gops, fregs)) {
 		t->busy = 1;
 		barrier();
@@ -530,7 +562,7 @@ static void fgraph_entry_func(unsigned long ip, unsigned long parent_ip,
 	f->mask = 1U << gops->idx;
 	f->flags = FRAME_HOOKED;
 	barrier();
-	WRITE_ONCE(*retp, rth);
+	WRITE_ONCE(*retp, (unsigned long)return_to_handler);
 out:
 	barrier();
 	t->busy = 0;

@@ -18,6 +18,7 @@
 
 static int graph_max_depth;
 static bool graph_filter_on;
+static bool graph_plain = true;		/* neither -g nor -D: the callbacks' fast path */
 /* depth + 1 of the -g function frame this thread is inside, 0: outside */
 static __thread int graph_start __attribute__((tls_model("initial-exec")));
 
@@ -38,17 +39,19 @@ static int graph_entry(struct ftrace_graph_ent *trace, struct fgraph_ops *gops,
 
 	if (unlikely(!__atomic_load_n(&usft_tracing_on, __ATOMIC_RELAXED)))
 		return 0;
-	if (graph_filter_on) {
-		if (!graph_start) {
-			if (!usft_graph_func_match(trace->func))
-				return 0;
-			graph_start = depth + 1;
-			started = true;
+	if (unlikely(!graph_plain)) {
+		if (graph_filter_on) {
+			if (!graph_start) {
+				if (!usft_graph_func_match(trace->func))
+					return 0;
+				graph_start = depth + 1;
+				started = true;
+			}
+			depth -= graph_start - 1;
 		}
-		depth -= graph_start - 1;
+		if (graph_max_depth && depth >= graph_max_depth)
+			return 0;
 	}
-	if (graph_max_depth && depth >= graph_max_depth)
-		return 0;
 	b = usft_tbuf_get();
 	if (unlikely(!b))
 		goto refuse;
@@ -80,13 +83,15 @@ static void graph_return(struct ftrace_graph_ret *trace, struct fgraph_ops *gops
 	bool gone = trace->flags & FGRAPH_RET_UNWOUND;
 	uint64_t rel = trace->rettime - usft_trace_base;
 
-	if (graph_filter_on) {
-		depth -= graph_start - 1;
-		if (trace->depth + 1 == graph_start)
-			graph_start = 0;
+	if (unlikely(!graph_plain)) {
+		if (graph_filter_on) {
+			depth -= graph_start - 1;
+			if (trace->depth + 1 == graph_start)
+				graph_start = 0;
+		}
+		if (depth < 0)
+			depth = 0;
 	}
-	if (depth < 0)
-		depth = 0;
 	if (unlikely(!__atomic_load_n(&usft_tracing_on, __ATOMIC_RELAXED)))
 		return;
 	b = usft_tbuf_get();
@@ -131,6 +136,7 @@ static int graph_init(const struct usft_trace_opts *o)
 		graph_filter_on = true;
 		usft_resolve_graph_funcs(o->graph_funcs);
 	}
+	graph_plain = !graph_filter_on && !graph_max_depth;
 	ret = usft_apply_filters(&graph_ops.ops, o);
 	if (ret)
 		return ret;

@@ -11,7 +11,9 @@
 #include <errno.h>
 #include <pthread.h>
 #include <setjmp.h>
+#include <sched.h>
 #include <string.h>
+#include <unistd.h>
 #include <usft/fgraph.h>
 #include <usft/usft.h>
 
@@ -345,10 +347,13 @@ static notrace void ret_count(struct ftrace_graph_ret *t, struct fgraph_ops *g,
 
 static struct fgraph_ops gops_count = { .entryfunc = ent_count, .retfunc = ret_count };
 
+static int churn_running;
+
 static notrace void *churn_caller(void *arg)
 {
 	long bad = 0;
 
+	__atomic_add_fetch(&churn_running, 1, __ATOMIC_RELAXED);
 	for (long i = 0; !churn_stop; i++) {
 		if (fg_parent(i) != (i + 1) * 2 || fg_tail(i) != (i + 1) * 3)
 			bad++;
@@ -368,10 +373,16 @@ Test(fgraph, register_unregister_while_threads_call)
 	churn_stop = 0;
 	for (int i = 0; i < 2; i++)
 		cr_assert_eq(pthread_create(&th[i], NULL, churn_caller, NULL), 0);
+	while (__atomic_load_n(&churn_running, __ATOMIC_RELAXED) < 2)
+		sched_yield();
 	for (int round = 0; round < 150; round++) {
 		cr_assert_eq(register_ftrace_graph(&gops_count), 0, "round %d", round);
 		for (volatile int spin = 0; spin < 20000; spin++)
 			;
+		/* the last round stays until the callers were seen (a loaded machine) */
+		for (int w = 0; round == 149 && w < 5000 &&
+				!__atomic_load_n(&churn_returns, __ATOMIC_RELAXED); w++)
+			usleep(1000);
 		unregister_ftrace_graph(&gops_count);
 	}
 	churn_stop = 1;

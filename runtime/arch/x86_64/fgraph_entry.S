@@ -98,6 +98,8 @@ return_to_handler:
 #define GS_IP		24
 #define GS_OPS		32
 #define GS_FUNC		40
+/* the frame plus a pad word: 16-aligned when the site's rsp is 8 mod 16 (the ABI's) */
+#define GJ_FRAME	(FRAME + 8)
 #define GJ_DATA		USFT_PTREGS_R14	/* frame words an args frame leaves free */
 #define GJ_BEFORE	USFT_PTREGS_R15
 
@@ -139,8 +141,8 @@ ftrace_graph_stub_end:
 	.type	ftrace_graph_jmp_caller, @function
 ftrace_graph_jmp_caller:
 	.cfi_startproc
-	leaq	-FRAME(%rsp), %rsp
-	.cfi_adjust_cfa_offset FRAME
+	leaq	-GJ_FRAME(%rsp), %rsp
+	.cfi_adjust_cfa_offset GJ_FRAME
 	SAVE_ARGS
 	.cfi_rel_offset rbp, USFT_PTREGS_BP
 	movq	%r11, GJ_DATA(%rsp)
@@ -157,7 +159,7 @@ ftrace_graph_jmp_caller:
 1:	movq	GS_IP(%r11), %rdi		/* ip, parent ip, op, fregs */
 	leaq	5(%rdi), %rax			/* the body: site + MCOUNT_INSN_SIZE */
 	movq	%rax, USFT_PTREGS_IP(%rbp)
-	leaq	FRAME(%rbp), %rsi
+	leaq	GJ_FRAME(%rbp), %rsi
 	movq	%rsi, USFT_PTREGS_SP(%rbp)
 	movq	(%rsi), %rsi
 	movq	%rsi, GJ_BEFORE(%rbp)
@@ -173,14 +175,14 @@ ftrace_graph_jmp_caller:
 	incq	%fs:TASK_GEN(%r11)
 2:	/* hooked now, and not before (a tail call from a hooked frame)? */
 	leaq	return_to_handler(%rip), %r11
-	cmpq	%r11, FRAME(%rsp)
+	cmpq	%r11, GJ_FRAME(%rsp)
 	jne	.Lgj_plain
 	cmpq	%r11, GJ_BEFORE(%rsp)
 	je	.Lgj_plain
 	RESTORE_ARGS
 	movq	USFT_PTREGS_IP(%rsp), %r11
 	.cfi_remember_state
-	leaq	FRAME+8(%rsp), %rsp		/* the slot is dropped ... */
+	leaq	GJ_FRAME+8(%rsp), %rsp	/* the slot is dropped ... */
 	.cfi_def_cfa_offset 0
 	.cfi_undefined rip			/* the real one is on the shadow stack */
 	call	*%r11				/* ... and refilled by this call */
@@ -196,8 +198,8 @@ ftrace_graph_jmp_ret:
 .Lgj_plain:
 	RESTORE_ARGS
 	movq	USFT_PTREGS_IP(%rsp), %r11
-	leaq	FRAME(%rsp), %rsp
-	.cfi_adjust_cfa_offset -FRAME
+	leaq	GJ_FRAME(%rsp), %rsp
+	.cfi_adjust_cfa_offset -GJ_FRAME
 	jmp	*%r11
 	int3
 	.cfi_endproc
