@@ -598,8 +598,7 @@ unsigned long fgraph_return_to_handler(struct ftrace_regs *fregs)
 	 * must leave it alone (the contract of usft/fgraph.h).
 	 */
 	now = trace_clock_local();
-	usft_task.nest++;
-	barrier();
+	usft_span_enter();
 	retp = arch_fgraph_return_id(fregs);
 	t->busy++;
 	barrier();
@@ -648,8 +647,7 @@ unsigned long fgraph_return_to_handler(struct ftrace_regs *fregs)
 	}
 	barrier();
 	t->busy--;
-	if (--usft_task.nest == 0)
-		usft_task.gen++;
+	usft_span_exit();
 	return ret;
 }
 

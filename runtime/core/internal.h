@@ -225,6 +225,18 @@ struct usft_task {
 	 * must not trust the PC it sees then.  Not read by assembly.
 	 */
 	unsigned long tramp_irq;
+	/*
+	 * x86-64 keeps its tasks-RCU span in three counters instead of
+	 * nest/gen: entry increments @span_in, exit increments @span_out and
+	 * then bumps @span_gen if that closed the outermost level.  The same
+	 * information (inside: span_in != span_out), but no instruction reads
+	 * what the one before it wrote to the same word, so a traced call is
+	 * not held up by a chain of store-to-load forwarding through one
+	 * counter (docs/design.md).  arm64 keeps nest/gen.
+	 */
+	unsigned long span_in;
+	unsigned long span_out;
+	unsigned long span_gen;
 };
 #define USFT_ORIG_MAX		16
 #define USFT_TASK_NEST		0
@@ -233,8 +245,36 @@ struct usft_task {
 #define USFT_TASK_IN_PROG	36
 #define USFT_TASK_ORIG_DEPTH	40
 #define USFT_TASK_ORIG_STACK	48
+#define USFT_TASK_SPAN_IN	184
+#define USFT_TASK_SPAN_OUT	192
+#define USFT_TASK_SPAN_GEN	200
 
 extern __thread struct usft_task usft_task;
+
+/* the tasks-RCU span from C (what the entry/exit code of a trampoline does) */
+static __always_inline void usft_span_enter(void)
+{
+#if defined(__x86_64__)
+	usft_task.span_in++;
+#else
+	usft_task.nest++;
+#endif
+	barrier();
+}
+
+static __always_inline void usft_span_exit(void)
+{
+	barrier();
+#if defined(__x86_64__)
+	usft_task.span_out++;
+	barrier();
+	if (usft_task.span_in == usft_task.span_out)
+		usft_task.span_gen++;
+#else
+	if (--usft_task.nest == 0)
+		usft_task.gen++;
+#endif
+}
 void usft_task_register(void);
 void usft_tasks_init(void);
 void synchronize_rcu_tasks(void);

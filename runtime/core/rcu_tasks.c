@@ -13,7 +13,9 @@
  *
  * A grace period: a process-wide memory barrier (membarrier), then for every
  * registered thread wait until it is seen outside (nest == 0) or has left
- * the outermost level since (gen changed).
+ * the outermost level since (gen changed).  On x86-64 the span is kept as
+ * span_in/span_out/span_gen instead (internal.h says why); the wait covers
+ * both forms.
  *
  * Known limit (docs/design.md): the first instruction of a trampoline runs
  * before nest is incremented, and the last one (ret) after it was
@@ -23,6 +25,7 @@
  */
 #include <linux/membarrier.h>
 #include <sched.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -31,6 +34,11 @@
 #include "core/internal.h"
 
 __thread struct usft_task usft_task __attribute__((tls_model("initial-exec")));
+
+_Static_assert(offsetof(struct usft_task, span_in) == USFT_TASK_SPAN_IN &&
+	       offsetof(struct usft_task, span_out) == USFT_TASK_SPAN_OUT &&
+	       offsetof(struct usft_task, span_gen) == USFT_TASK_SPAN_GEN,
+	       "assembly offsets of struct usft_task");
 
 #define USFT_MAX_TASKS 4096
 static struct usft_task *usft_tasks[USFT_MAX_TASKS];
@@ -125,6 +133,19 @@ static void tasks_membarrier(void)
 		smp_mb();
 }
 
+/*
+ * x86-64's split span (usft_task.span_*): inside while span_in != span_out.
+ * span_out is read first: both only grow and span_in >= span_out always, so
+ * equal values mean the thread was outside when span_in was read.
+ */
+static __always_inline bool span_inside(const struct usft_task *t)
+{
+	unsigned long out = READ_ONCE(t->span_out);
+
+	smp_rmb();
+	return READ_ONCE(t->span_in) != out;
+}
+
 static void backoff(unsigned int *n)
 {
 	if (++*n < 64) {
@@ -147,14 +168,24 @@ void synchronize_rcu_tasks(void)
 	pthread_mutex_lock(&usft_tasks_lock);
 	for (i = 0; i < USFT_MAX_TASKS; i++) {
 		struct usft_task *t = READ_ONCE(usft_tasks[i]);
-		unsigned long gen0;
+		unsigned long gen0, sgen0;
+		bool out_nest, out_span;
 
 		if (!t || t == self)
 			continue;
 		gen0 = READ_ONCE(t->gen);
+		sgen0 = READ_ONCE(t->span_gen);
 		smp_rmb();
 		spins = 0;
-		while (READ_ONCE(t->nest) && READ_ONCE(t->gen) == gen0) {
+		/* each kind of span: seen outside once, or its outermost level left */
+		out_nest = out_span = false;
+		for (;;) {
+			if (!out_nest)
+				out_nest = !READ_ONCE(t->nest) || READ_ONCE(t->gen) != gen0;
+			if (!out_span)
+				out_span = !span_inside(t) || READ_ONCE(t->span_gen) != sgen0;
+			if (out_nest && out_span)
+				break;
 			backoff(&spins);
 			if (spins == 20000)
 				pr_warn("usft: grace period waits for a thread that stays inside a callback\n");

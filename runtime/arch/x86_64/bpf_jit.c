@@ -14,7 +14,7 @@
  *   static chain)
  *
  * Image:
- *   inc usft_task.nest (tasks-RCU mark); push rbp; mov rsp,rbp; sub frame
+ *   inc usft_task.span_in (tasks-RCU mark); push rbp; mov rsp,rbp; sub frame
  *   save registers; first-entry registration
  *   fentry callbacks
  *   CALL_ORIG:  ret slot = 0; fmod_ret callbacks (non-zero -> do_fexit)
@@ -164,12 +164,20 @@ static void call_abs(struct jit *j, unsigned long target)
 	emit(j, "\x41\xff\xd3", 3);	/* call *%r11 */
 }
 
-/* nest--; if it reached 0, gen++ (a tasks-RCU quiescent point) */
+/* span_in++: enter the tasks-RCU span (core/internal.h, struct usft_task) */
+static void task_enter(struct jit *j, unsigned long tpoff)
+{
+	fs_incq(j, tpoff + USFT_TASK_SPAN_IN);
+}
+
+/* span_out++; if that left the outermost level, span_gen++ (r11 is free) */
 static void task_exit(struct jit *j, unsigned long tpoff)
 {
-	fs_decq(j, tpoff + USFT_TASK_NEST);
-	emit(j, "\x75\x09", 2);		/* jnz over the 9-byte incq */
-	fs_incq(j, tpoff + USFT_TASK_GEN);
+	fs_incq(j, tpoff + USFT_TASK_SPAN_OUT);
+	fs_op(j, "\x4c\x8b", 2, 0x1c, tpoff + USFT_TASK_SPAN_IN);	/* mov in, %r11 */
+	fs_op(j, "\x4c\x3b", 2, 0x1c, tpoff + USFT_TASK_SPAN_OUT);	/* cmp out, %r11 */
+	emit(j, "\x75\x09", 2);		/* jne over the 9-byte incq */
+	fs_incq(j, tpoff + USFT_TASK_SPAN_GEN);
 }
 
 static const int arg_regs[6] = { 7, 6, 2, 1, 8, 9 };	/* rdi rsi rdx rcx r8 r9 */
@@ -384,7 +392,7 @@ int arch_prepare_bpf_trampoline(const struct tramp_desc *d, unsigned char *buf, 
 	j.cap = cap;
 	layout(&f, m->nr_args, jmp_entry);
 
-	fs_incq(&j, d->tpoff + USFT_TASK_NEST);
+	task_enter(&j, d->tpoff);
 	emit1(&j, 0x55);				/* push rbp */
 	emit(&j, "\x48\x89\xe5", 3);			/* mov rsp, rbp */
 	emit(&j, "\x48\x83\xe4\xf0", 4);		/* and $-16, rsp */
@@ -433,7 +441,7 @@ int arch_prepare_bpf_trampoline(const struct tramp_desc *d, unsigned char *buf, 
 			emit4(&j, (unsigned int)f.ret);
 		}
 		/* back in the tasks span before the image is let go */
-		fs_incq(&j, d->tpoff + USFT_TASK_NEST);
+		task_enter(&j, d->tpoff);
 		fs_decq(&j, d->tpoff + USFT_TASK_ORIG_DEPTH);
 		*ip_after_call = j.len;
 		emit(&j, X86_NOP5, 5);

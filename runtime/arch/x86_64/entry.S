@@ -21,7 +21,7 @@
 /* tasks-RCU entry mark + first-entry registration; \data = template data base */
 .macro TASK_MARK tpoff
 	movq	\tpoff(%rip), %r11
-	incq	%fs:TASK_NEST(%r11)
+	SPAN_ENTER %r11
 .endm
 
 .macro TASK_ENTER tpoff, regfn
@@ -35,12 +35,10 @@
 1:
 .endm
 
+/* rax is free wherever this is used (restored from the frame after) */
 .macro TASK_EXIT tpoff
 	movq	\tpoff(%rip), %r11
-	decq	%fs:TASK_NEST(%r11)
-	jnz	2f
-	incq	%fs:TASK_GEN(%r11)
-2:
+	SPAN_EXIT %r11, %rax
 .endm
 
 /* Args for the callback: ip (site), parent ip, op, fregs */

@@ -115,7 +115,7 @@ return_to_handler:
 	.type	ftrace_graph_stub, @function
 ftrace_graph_stub:
 	movq	ftrace_graph_stub_data(%rip), %r11
-	incq	%fs:TASK_NEST(%r11)
+	SPAN_ENTER %r11
 	leaq	ftrace_graph_stub_data(%rip), %r11
 	jmp	*GS_CALLER(%r11)
 	int3
@@ -170,10 +170,8 @@ ftrace_graph_jmp_caller:
 	.cfi_def_cfa_register rsp
 	movq	GJ_DATA(%rsp), %r11
 	movq	GS_TPOFF(%r11), %r11
-	decq	%fs:TASK_NEST(%r11)
-	jnz	2f
-	incq	%fs:TASK_GEN(%r11)
-2:	/* hooked now, and not before (a tail call from a hooked frame)? */
+	SPAN_EXIT %r11, %rax
+	/* hooked now, and not before (a tail call from a hooked frame)? */
 	leaq	return_to_handler(%rip), %r11
 	cmpq	%r11, GJ_FRAME(%rsp)
 	jne	.Lgj_plain

@@ -10,10 +10,29 @@
 
 #include <usft/asm/x86_64.h>
 
-#define TASK_NEST	0
-#define TASK_GEN	8
 #define TASK_STATE	24
+#define TASK_SPAN_IN	184	/* USFT_TASK_SPAN_* (core/internal.h) */
+#define TASK_SPAN_OUT	192
+#define TASK_SPAN_GEN	200
 #define FRAME		USFT_FREGS_SIZE
+
+/*
+ * The tasks-RCU span (struct usft_task span_*): one increment to enter; to
+ * leave, one increment and, if that closed the outermost level, a bump of
+ * span_gen.  \task holds usft_task's TLS offset, \tmp is free.
+ */
+.macro SPAN_ENTER task
+	incq	%fs:TASK_SPAN_IN(\task)
+.endm
+
+.macro SPAN_EXIT task, tmp
+	incq	%fs:TASK_SPAN_OUT(\task)
+	movq	%fs:TASK_SPAN_IN(\task), \tmp
+	cmpq	%fs:TASK_SPAN_OUT(\task), \tmp
+	jne	9f
+	incq	%fs:TASK_SPAN_GEN(\task)
+9:
+.endm
 
 .macro SAVE_ARGS
 	movq	%rax, USFT_PTREGS_AX(%rsp)
