@@ -222,12 +222,16 @@ static void layout(struct frame *f, int n, bool jmp_entry)
 /*
  * Which registers the original may read at entry: with a DWARF model, its
  * integer and vector argument registers (plus al for variadic functions);
- * otherwise all six, rax and xmm0-7.  r10 (static chain) always.
+ * otherwise all six, rax, r10 (the static chain of a GNU C nested function)
+ * and xmm0-7.  A DWARF model is never one of a nested function: the lookup
+ * (elf/dwarf.c) does not descend into subprograms, so r10 is dead then.
  */
-static void live_regs(const struct usft_func_model *m, int *ngp, int *nxmm, bool *rax)
+static void live_regs(const struct usft_func_model *m, int *ngp, int *nxmm, bool *rax,
+		      bool *r10)
 {
 	int gp = 0, fp = 0;
 
+	*r10 = !m->known;
 	if (!m->known) {
 		*ngp = 6;
 		*nxmm = 8;
@@ -261,15 +265,16 @@ static int ctx_of_gp(const struct usft_func_model *m, int gpi)
 static void save_regs(struct jit *j, const struct frame *f, const struct usft_func_model *m)
 {
 	int ngp, nxmm;
-	bool rax;
+	bool rax, r10;
 
-	live_regs(m, &ngp, &nxmm, &rax);
+	live_regs(m, &ngp, &nxmm, &rax, &r10);
 	for (int i = 0; i < ngp; i++)
 		if (ctx_of_gp(m, i) < 0)
 			store(j, arg_regs[i], f->gp[i]);
 	if (rax)
 		store(j, 0, f->rax);
-	store(j, 10, f->r10);
+	if (r10)
+		store(j, 10, f->r10);
 	for (int x = 0; x < nxmm; x++)
 		xmm_op(j, 0x11, x, f->xmm + 16 * x);
 }
@@ -277,9 +282,9 @@ static void save_regs(struct jit *j, const struct frame *f, const struct usft_fu
 static void restore_regs(struct jit *j, const struct frame *f, const struct usft_func_model *m)
 {
 	int ngp, nxmm;
-	bool rax;
+	bool rax, r10;
 
-	live_regs(m, &ngp, &nxmm, &rax);
+	live_regs(m, &ngp, &nxmm, &rax, &r10);
 	for (int x = 0; x < nxmm; x++)
 		xmm_op(j, 0x10, x, f->xmm + 16 * x);
 	for (int i = 0; i < ngp; i++) {
@@ -287,7 +292,8 @@ static void restore_regs(struct jit *j, const struct frame *f, const struct usft
 
 		load(j, arg_regs[i], c < 0 ? f->gp[i] : f->ctx + 8 * c);
 	}
-	load(j, 10, f->r10);
+	if (r10)
+		load(j, 10, f->r10);
 	if (rax)
 		load(j, 0, f->rax);
 }
@@ -380,7 +386,7 @@ int arch_prepare_bpf_trampoline(const struct tramp_desc *d, unsigned char *buf, 
 	bool skip_frame = d->flags & BPF_TRAMP_F_SKIP_FRAME;
 	bool jmp_entry = call_orig && !skip_frame;
 	static struct jit j;	/* large; callers hold the trampoline mutex */
-	size_t fixups[USFT_TRAMP_MAX_LINKS], nfix = 0;
+	size_t fixups[USFT_TRAMP_MAX_LINKS], nfix = 0, reg_at, reg_back;
 	struct frame f;
 	int i;
 
@@ -400,11 +406,13 @@ int arch_prepare_bpf_trampoline(const struct tramp_desc *d, unsigned char *buf, 
 	emit4(&j, (unsigned int)f.size);
 	save_regs(&j, &f, m);
 	fill_ctx(&j, &f, m);
-	/* first entry of this thread: register it for grace periods */
+	/* first entry of this thread: register it for grace periods (out of line) */
 	fs_op(&j, "\x83", 1, 0x3c, d->tpoff + USFT_TASK_STATE);
 	emit1(&j, 0);					/* cmpl $0, %fs:state */
-	emit(&j, "\x75\x0d", 2);			/* jne over the 13-byte call */
-	call_abs(&j, (unsigned long)usft_task_register);
+	emit(&j, "\x0f\x84", 2);			/* je register (fixed below) */
+	reg_at = j.len;
+	emit4(&j, 0);
+	reg_back = j.len;
 
 	for (i = 0; i < d->nr[USFT_TRAMP_FENTRY]; i++)
 		emit_prog(&j, &f, d->tpoff, &d->progs[USFT_TRAMP_FENTRY][i], false);
@@ -472,6 +480,11 @@ int arch_prepare_bpf_trampoline(const struct tramp_desc *d, unsigned char *buf, 
 	emit1(&j, 0xc3);				/* ret */
 	emit1(&j, 0xcc);
 	/* out-of-line miss paths: count the miss, go back after the callback */
+	/* out of line: the first-entry registration, then back */
+	fix_rel32(&j, reg_at, j.len);
+	call_abs(&j, (unsigned long)usft_task_register);
+	emit(&j, "\xe9", 1);				/* jmp back */
+	emit4(&j, (unsigned int)(reg_back - (j.len + 4)));
 	for (int k = 0; k < j.nmiss; k++) {
 		fix_rel32(&j, j.miss[k].jne_at, j.len);
 		emit(&j, "\x4c\x8b\x1d", 3);		/* mov misses(%rip), %r11 */
