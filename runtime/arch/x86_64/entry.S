@@ -24,15 +24,25 @@
 	SPAN_ENTER %r11
 .endm
 
-.macro TASK_ENTER tpoff, regfn
+/*
+ * First entry of this thread: register it for grace periods.  The call is
+ * out of line (TASK_ENTER_OOL after the template's ret), so the common case
+ * takes no branch.
+ */
+.macro TASK_ENTER tpoff, ool, back
 	movq	\tpoff(%rip), %r11
 	cmpl	$0, %fs:TASK_STATE(%r11)
-	jne	1f
+	je	\ool
+\back:
+.endm
+
+.macro TASK_ENTER_OOL regfn, ool, back
+\ool:
 	movq	%rsp, %rbp		/* C: aligned stack (rbp is in the frame) */
 	andq	$-16, %rsp
 	call	*\regfn(%rip)
 	movq	%rbp, %rsp
-1:
+	jmp	\back
 .endm
 
 /* rax is free wherever this is used (restored from the frame after) */
@@ -104,7 +114,7 @@ ftrace_caller:
 	SAVE_ARGS
 	movq	$0, USFT_PTREGS_ORIG_AX(%rsp)
 	movq	$0, USFT_PTREGS_CS(%rsp)
-	TASK_ENTER .Lc_tpoff, .Lc_regfn
+	TASK_ENTER .Lc_tpoff, .Lc_reg, .Lc_reg_back
 	SET_CALLBACK_ARGS
 	ALIGN_STACK
 	.globl	ftrace_caller_op_ptr
@@ -121,6 +131,8 @@ ftrace_call:
 	RESTORE_ARGS
 	leaq	FRAME(%rsp), %rsp
 	ret
+	int3
+	TASK_ENTER_OOL .Lc_regfn, .Lc_reg, .Lc_reg_back
 	int3
 	.balign 8
 	.globl	ftrace_caller_data
@@ -154,7 +166,7 @@ ftrace_regs_caller:
 	movq	$0, USFT_PTREGS_ORIG_AX(%rsp)
 	movq	$0x33, USFT_PTREGS_CS(%rsp)	/* user CS: marks a full pt_regs */
 	movq	$0x2b, USFT_PTREGS_SS(%rsp)
-	TASK_ENTER .Lr_tpoff, .Lr_regfn
+	TASK_ENTER .Lr_tpoff, .Lr_reg, .Lr_reg_back
 	SET_CALLBACK_ARGS
 	ALIGN_STACK
 	.globl	ftrace_regs_caller_op_ptr
@@ -215,6 +227,8 @@ ftrace_regs_caller_jmp:
 	popfq
 	leaq	FRAME(%rsp), %rsp
 	ret
+	int3
+	TASK_ENTER_OOL .Lr_regfn, .Lr_reg, .Lr_reg_back
 	int3
 	.balign 8
 	.globl	ftrace_regs_caller_data

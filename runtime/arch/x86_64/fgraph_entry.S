@@ -153,10 +153,9 @@ ftrace_graph_jmp_caller:
 	andq	$-16, %rsp
 	movq	GS_TPOFF(%r11), %rax
 	cmpl	$0, %fs:TASK_STATE(%rax)
-	jne	1f
-	call	*GS_REGFN(%r11)			/* first entry of this thread */
-	movq	GJ_DATA(%rbp), %r11
-1:	movq	GS_IP(%r11), %rdi		/* ip, parent ip, op, fregs */
+	je	.Lgj_register			/* first entry of this thread */
+.Lgj_registered:
+	movq	GS_IP(%r11), %rdi		/* ip, parent ip, op, fregs */
 	leaq	5(%rdi), %rax			/* the body: site + MCOUNT_INSN_SIZE */
 	movq	%rax, USFT_PTREGS_IP(%rbp)
 	leaq	GJ_FRAME(%rbp), %rsi
@@ -200,5 +199,10 @@ ftrace_graph_jmp_ret:
 	.cfi_adjust_cfa_offset -GJ_FRAME
 	jmp	*%r11
 	int3
+.Lgj_register:					/* out of line: no branch taken above */
+	.cfi_def_cfa rbp, GJ_FRAME + 8		/* as at the je */
+	call	*GS_REGFN(%r11)
+	movq	GJ_DATA(%rbp), %r11
+	jmp	.Lgj_registered
 	.cfi_endproc
 	.size	ftrace_graph_jmp_caller, . - ftrace_graph_jmp_caller
