@@ -11,6 +11,7 @@
  * mode for them, as in the kernel (fentry_jmp == fentry_call by design).
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,6 +107,17 @@ static notrace int cmpd(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/* median over rounds of a[r] / b[r] */
+static notrace double paired_ratio(const double *a, const double *b, int rounds)
+{
+	double r[32];
+
+	for (int i = 0; i < rounds; i++)
+		r[i] = a[i] / b[i];
+	qsort(r, rounds, sizeof(double), cmpd);
+	return r[rounds / 2];
+}
+
 int main(int argc, char **argv)
 {
 	struct tcase cases[] = {
@@ -120,6 +132,7 @@ int main(int argc, char **argv)
 	};
 	int nc = (int)(sizeof(cases) / sizeof(cases[0])), rounds = 7;
 	double scale = 1.0;
+	bool raw = false;	/* --raw: every round's figures too */
 	long n;
 
 	for (int i = 1; i < argc; i++) {
@@ -129,8 +142,11 @@ int main(int argc, char **argv)
 			rounds = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--quick"))
 			rounds = 5;
+		else if (!strcmp(argv[i], "--raw"))
+			raw = true;
 		else {
-			fprintf(stderr, "usage: usft-bench-trigger [--quick] [--scale F] [--rounds N]\n");
+			fprintf(stderr, "usage: usft-bench-trigger [--quick] [--raw] [--scale F] "
+				"[--rounds N]\n");
 			return 2;
 		}
 	}
@@ -197,18 +213,34 @@ int main(int argc, char **argv)
 		}
 		fprintf(stderr, "round %d/%d\n", r + 1, rounds);
 	}
-	double med[16];
+	double med[16], rt[3], ra[3];
 
+	/*
+	 * Ratios are paired: taken within each round (the two cases ran
+	 * seconds apart, on the same machine state), then the median over
+	 * rounds, so a slow round moves both sides of its ratio together.
+	 */
+	for (int r = 0; raw && r < rounds; r++) {
+		printf("raw round=%d", r);
+		for (int i = 0; i < nc; i++)
+			printf(" %s=%.2f", cases[i].name, 1e3 / cases[i].mps[r]);
+		printf(" (ns per call)\n");
+	}
+	rt[0] = paired_ratio(cases[5].mps, cases[4].mps, rounds);
+	rt[1] = paired_ratio(cases[7].mps, cases[6].mps, rounds);
+	rt[2] = paired_ratio(cases[1].mps, cases[2].mps, rounds);
+	ra[0] = paired_ratio(cases[5].acc, cases[4].acc, rounds);
+	ra[1] = paired_ratio(cases[7].acc, cases[6].acc, rounds);
+	ra[2] = paired_ratio(cases[1].acc, cases[2].acc, rounds);
 	for (int i = 0; i < nc; i++) {
 		qsort(cases[i].mps, rounds, sizeof(double), cmpd);
 		med[i] = cases[i].mps[rounds / 2];
 		printf("section=trigger case=%s mcalls_per_s=%.2f ns_per_call=%.2f\n", cases[i].name,
 		       med[i], 1e3 / med[i]);
 	}
-	printf("ratio fexit_jmp/fexit_call=%.2f fmodret_jmp/fmodret_call=%.2f\n", med[5] / med[4],
-	       med[7] / med[6]);
+	printf("ratio fexit_jmp/fexit_call=%.2f fmodret_jmp/fmodret_call=%.2f\n", rt[0], rt[1]);
 	printf("ratio fentry_cost/direct_cost=%.2f (ns per call, fentry_call over direct)\n",
-	       med[1] / med[2]);
+	       rt[2]);
 	for (int i = 0; i < nc; i++) {
 		qsort(cases[i].acc, rounds, sizeof(double), cmpd);
 		med[i] = cases[i].acc[rounds / 2];
@@ -216,6 +248,6 @@ int main(int argc, char **argv)
 		       cases[i].name, med[i], 1e3 / med[i]);
 	}
 	printf("ratio_acc fexit_jmp/fexit_call=%.2f fmodret_jmp/fmodret_call=%.2f "
-	       "fentry_cost/direct_cost=%.2f\n", med[5] / med[4], med[7] / med[6], med[1] / med[2]);
+	       "fentry_cost/direct_cost=%.2f\n", ra[0], ra[1], ra[2]);
 	return 0;
 }
