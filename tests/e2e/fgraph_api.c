@@ -394,3 +394,62 @@ Test(fgraph, register_unregister_while_threads_call)
 	/* every hooked return ran its callback or was unwound: never more returns */
 	cr_assert_leq(churn_returns, churn_entries);
 }
+
+/*
+ * Sites move between graph jmp mode (E9 to the site's stub: the graph ops
+ * alone), the list caller (E8: a second ops joins) and the NOP while
+ * threads run through them; every result must stay right and every site
+ * must end as the NOP it started as.
+ */
+static long plain_hits;
+
+static notrace void plain_cb(unsigned long ip, unsigned long pip, struct ftrace_ops *op,
+			     struct ftrace_regs *fregs)
+{
+	__atomic_add_fetch(&plain_hits, 1, __ATOMIC_RELAXED);
+}
+
+static struct ftrace_ops plain_ops = { .func = plain_cb };
+
+Test(fgraph, sites_change_mode_under_callers)
+{
+	static const void *fns[] = { fg_leaf, fg_parent, fg_tail, fg_tail_callee, fg_double };
+	unsigned char before[5][5];
+	pthread_t th[2];
+	void *bad;
+
+	for (int i = 0; i < 5; i++)
+		memcpy(before[i], (const void *)ftrace_location((unsigned long)fns[i]), 5);
+	cr_assert_eq(ftrace_set_filter(&gops_count.ops, (unsigned char *)"fg_*", -1, 1), 0);
+	cr_assert_eq(ftrace_set_filter(&plain_ops, (unsigned char *)"fg_leaf fg_tail_callee", -1,
+				       1), 0);
+	churn_stop = 0;
+	churn_running = 0;
+	for (int i = 0; i < 2; i++)
+		cr_assert_eq(pthread_create(&th[i], NULL, churn_caller, NULL), 0);
+	while (__atomic_load_n(&churn_running, __ATOMIC_RELAXED) < 2)
+		sched_yield();
+	for (int round = 0; round < 60; round++) {
+		cr_assert_eq(register_ftrace_graph(&gops_count), 0, "round %d", round);
+		usleep(500);
+		cr_assert_eq(register_ftrace_function(&plain_ops), 0, "round %d", round);
+		usleep(500);
+		/* a live refilter of the graph ops while the other one shares sites */
+		cr_assert_eq(ftrace_set_filter(&gops_count.ops,
+					       (unsigned char *)(round & 1 ? "fg_leaf fg_parent" : "fg_*"),
+					       -1, 1), 0);
+		usleep(500);
+		cr_assert_eq(unregister_ftrace_function(&plain_ops), 0, "round %d", round);
+		usleep(500);
+		unregister_ftrace_graph(&gops_count);
+	}
+	churn_stop = 1;
+	for (int i = 0; i < 2; i++) {
+		cr_assert_eq(pthread_join(th[i], &bad), 0);
+		cr_assert_eq((long)bad, 0, "a call computed a wrong result");
+	}
+	cr_assert_gt(__atomic_load_n(&plain_hits, __ATOMIC_RELAXED), 0);
+	for (int i = 0; i < 5; i++)
+		cr_assert_eq(memcmp(before[i], (const void *)ftrace_location((unsigned long)fns[i]), 5),
+			     0, "site %d is not the NOP it was", i);
+}
