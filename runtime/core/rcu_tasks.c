@@ -35,7 +35,13 @@
 
 __thread struct usft_task usft_task __attribute__((tls_model("initial-exec")));
 
-_Static_assert(offsetof(struct usft_task, span_in) == USFT_TASK_SPAN_IN &&
+_Static_assert(offsetof(struct usft_task, nest) == USFT_TASK_NEST &&
+	       offsetof(struct usft_task, gen) == USFT_TASK_GEN &&
+	       offsetof(struct usft_task, state) == USFT_TASK_STATE &&
+	       offsetof(struct usft_task, in_tramp_prog) == USFT_TASK_IN_PROG &&
+	       offsetof(struct usft_task, orig_depth) == USFT_TASK_ORIG_DEPTH &&
+	       offsetof(struct usft_task, orig_stack) == USFT_TASK_ORIG_STACK &&
+	       offsetof(struct usft_task, span_in) == USFT_TASK_SPAN_IN &&
 	       offsetof(struct usft_task, span_out) == USFT_TASK_SPAN_OUT &&
 	       offsetof(struct usft_task, span_gen) == USFT_TASK_SPAN_GEN,
 	       "assembly offsets of struct usft_task");
