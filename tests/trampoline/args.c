@@ -231,6 +231,49 @@ Test(args, zero_args)
 	tt_detach(l);
 }
 
+#if defined(__x86_64__) && !defined(__clang__)
+/*
+ * A GNU C nested function reads its parent's locals through the static
+ * chain (r10), and has no DWARF model (the lookup never descends into a
+ * function): its images must keep r10 for the body whatever the callback
+ * does to it.  (clang has no nested functions; arm64's x18 chain is not
+ * covered here.)
+ */
+static notrace __attribute__((noinline)) long tr_nested_parent(long x)
+{
+	long base = x * 7;
+
+	__attribute__((noinline, noipa)) long tr_nested_inner(long y)
+	{
+		TRACEE_BODY();
+		return base + y;
+	}
+	return tr_nested_inner(x + 1) + tr_nested_inner(x + 2);
+}
+
+Test(args, nested_function_keeps_its_static_chain)
+{
+	struct seen en = { .nr = 1 }, ex = { .nr = 2 };
+	struct usft_tramp_link *a, *b;
+	unsigned long site;
+
+	cr_assert_eq(usft_init(), 0);
+	cr_assert_eq(usft_match_sites("tr_nested_inner*", -1, &site, 1), 1);
+	errno = 0;
+	cr_assert_null(usft_tramp_attach((void *)site, USFT_TRAMP_FENTRY, record, &en, NULL));
+	cr_assert_eq(errno, ENOENT, "a nested function has no DWARF model");
+	a = tt_attach((void *)site, USFT_TRAMP_FENTRY, record, &en, 1, 0);
+	cr_assert_eq(tr_nested_parent(5), 35 + 6 + 35 + 7);
+	b = tt_attach((void *)site, USFT_TRAMP_FEXIT, record, &ex, 1, 0);
+	cr_assert_eq(tr_nested_parent(10), 70 + 11 + 70 + 12);
+	cr_assert_eq(en.hits, 4);
+	cr_assert_eq(ex.hits, 2);
+	cr_assert_eq(ex.ctx[1], 70 + 12, "fexit ctx[1] = %lu", ex.ctx[1]);
+	tt_detach(b);
+	tt_detach(a);
+}
+#endif
+
 /* nr_args -1 on a function whose links gave nr_args: agrees by definition */
 Test(args, nr_args_must_agree)
 {
