@@ -125,11 +125,11 @@ static notrace void clobber_all(void)
 #if defined(__aarch64__)
 	asm volatile("mov x0, #0x5a5a\n\tmov x1, x0\n\tmov x2, x0\n\tmov x3, x0\n\t"
 		     "mov x4, x0\n\tmov x5, x0\n\tmov x6, x0\n\tmov x7, x0\n\t"
-		     "mov x8, x0\n\tmov x9, x0\n\tmov x10, x0\n\tmov x11, x0\n\t"
+		     "mov x8, x0\n\tmov x9, x0\n\tmov x10, x0\n\tmov x11, x0\n\tmov x18, x0\n\t"
 		     "dup v0.2d, x0\n\tdup v1.2d, x0\n\tdup v2.2d, x0\n\tdup v3.2d, x0\n\t"
 		     "dup v4.2d, x0\n\tdup v5.2d, x0\n\tdup v6.2d, x0\n\tdup v7.2d, x0"
 		     ::: "x0", "x1", "x2", "x3", "x4", "x5", "x6", "x7", "x8", "x9", "x10",
-		       "x11", "v0", "v1", "v2", "v3", "v4", "v5", "v6", "v7", "memory");
+		       "x11", "x18", "v0", "v1", "v2", "v3", "v4", "v5", "v6", "v7", "memory");
 #else
 	asm volatile("mov $0x5a5a5a5a, %%eax\n\t"
 		     "mov %%rax, %%rdi\n\tmov %%rax, %%rsi\n\tmov %%rax, %%rdx\n\t"
@@ -231,13 +231,12 @@ Test(args, zero_args)
 	tt_detach(l);
 }
 
-#if defined(__x86_64__) && !defined(__clang__)
+#if !defined(__clang__)
 /*
  * A GNU C nested function reads its parent's locals through the static
- * chain (r10), and has no DWARF model (the lookup never descends into a
- * function): its images must keep r10 for the body whatever the callback
- * does to it.  (clang has no nested functions; arm64's x18 chain is not
- * covered here.)
+ * chain (x86-64 r10, arm64 x18), and has no DWARF model (the lookup never
+ * descends into a function): its images must keep that register for the
+ * body whatever the callback does to it.  (clang has no nested functions.)
  */
 static notrace __attribute__((noinline)) long tr_nested_parent(long x)
 {

@@ -17,12 +17,12 @@
  *
  * Image:
  *   bti jc; usft_task.nest++ (tasks-RCU mark); frame records; sub sp
- *   save x0-x8, q0-q7, x19, x20; x19 = &usft_task; fill ctx
+ *   save x0-x8, x18, q0-q7, x19, x20; x19 = &usft_task; fill ctx
  *   first entry of the thread: usft_task_register()
  *   fentry callbacks
  *   CALL_ORIG:  ret slot = 0; fmod_ret callbacks (non-zero -> do_fexit)
  *               push the image on usft_task.orig_stack; leave the tasks
- *               span; restore x0-x8/q0-q7; call the body with the RET
+ *               span; restore x0-x8/x18/q0-q7; call the body with the RET
  *               trick (x10 = body, adr lr, ret x10: BTI-safe, the body
  *               returns right after); save x0/x1/q0-q3; nest++; pop
  *               ip_after_call: NOP (B ip_epilogue once the image is retired)
@@ -264,8 +264,8 @@ static void layout(struct frame *f, int n)
 	f->ctx = 0;
 	f->ret = 8 * n;
 	f->x1s = f->ret + 8;
-	f->gp = f->x1s + 8;		/* x0-x8 */
-	f->callee = f->gp + 9 * 8;	/* x19, x20 */
+	f->gp = f->x1s + 8;		/* x0-x8, x18 */
+	f->callee = f->gp + 10 * 8;	/* x19, x20 */
 	off = f->callee + 16;
 	off = (off + 15) & ~15u;
 	f->qargs = off;			/* q0-q7 */
@@ -273,10 +273,15 @@ static void layout(struct frame *f, int n)
 	f->size = (f->qret + 64 + 15) & ~15u;
 }
 
+/*
+ * x0-x7 and q0-q7 (arguments), x8 (indirect result), x18 (GCC's static
+ * chain of a nested function; Linux lets a callback use it as a temporary)
+ */
 static void save_args(struct jit *j, const struct frame *f)
 {
 	for (int r = 0; r <= 8; r++)
 		str_x(j, r, SP, f->gp + 8 * r);
+	str_x(j, 18, SP, f->gp + 8 * 9);
 	for (int q = 0; q < 8; q++)
 		str_q(j, q, SP, f->qargs + 16 * q);
 }
@@ -287,6 +292,7 @@ static void restore_args(struct jit *j, const struct frame *f)
 		ldr_q(j, q, SP, f->qargs + 16 * q);
 	for (int r = 0; r <= 8; r++)
 		ldr_x(j, r, SP, f->gp + 8 * r);
+	ldr_x(j, 18, SP, f->gp + 8 * 9);
 }
 
 /* ctx[i] = argument i (integer register, or the low 64 bits of a d register) */
