@@ -331,7 +331,7 @@ fail:
 	return 0;
 }
 
-/* point the callback word of every stub of @p at @func */
+/* point the callback word of every stub of @p at @func (one open/close of their pages) */
 static void graph_stubs_set_func(struct usft_ops_private *p, unsigned long func)
 {
 	if (!p->stubs)
@@ -342,8 +342,8 @@ static void graph_stubs_set_func(struct usft_ops_private *p, unsigned long func)
 
 			if (!usft_text_open(word, 8))
 				__atomic_store_n((unsigned long *)word, func, __ATOMIC_RELEASE);
-			usft_text_close_all();
 		}
+	usft_text_close_all();
 }
 
 static void graph_stubs_free(struct usft_ops_private *p)
