@@ -33,6 +33,8 @@ DEPS := libelf-dev libdw-dev libunwind-dev liburcu-dev libcriterion-dev \
 
 BUILD_DIR := build
 DEMO      := $(BUILD_DIR)/samples/demo/usft-demo
+DEMO_TRACEE := $(BUILD_DIR)/samples/tracee/tracee-nest
+USFT_CLI  := $(BUILD_DIR)/inject/usft
 GEN_FILE  := $(if $(filter Ninja%,$(GENERATOR)),build.ninja,Makefile)
 
 # ---------------------------------------------------------------------------
@@ -220,11 +222,18 @@ test: deps
 
 # ---------------------------------------------------------------------------
 demo: build
-	@if [ ! -x $(DEMO) ]; then \
-		echo "make demo: $(DEMO) was not built (no samples/demo/CMakeLists.txt, or USFT_BUILD_SAMPLES=OFF in $(BUILD_DIR)/)" >&2; \
-		exit 1; \
-	fi
+	@for f in $(DEMO) $(DEMO_TRACEE) $(USFT_CLI); do \
+		if [ ! -x $$f ]; then \
+			echo "make demo: $$f was not built (USFT_BUILD_SAMPLES=OFF in $(BUILD_DIR)/?)" >&2; \
+			exit 1; \
+		fi; \
+	done
 	./$(DEMO)
+	@echo
+	@echo "== usft record -p function_graph: a bundled program built with the patch flags"
+	@echo "   (samples/tracee/nest.c), run as is through the LD_PRELOAD shim, no relink =="
+	./$(USFT_CLI) record -p function_graph -o $(BUILD_DIR)/demo-trace.dat ./$(DEMO_TRACEE)
+	./$(USFT_CLI) report -i $(BUILD_DIR)/demo-trace.dat
 
 # Minutes of model-based sequences and stress (not part of `make test`).
 check-long: build
