@@ -416,6 +416,59 @@ def case_preload_alone():
     check(rc == rc0 and out == out0 and not err, "idle shim: %d %r %r" % (rc, out, err))
 
 
+# ---- against uftrace ----------------------------------------------------------
+
+ULINE = re.compile(r"^.*?\[\s*(\d+)\] \| (.*)$")
+
+
+def tree_lines(calls):
+    """One thread's calls, normalised: a block that only had hidden library
+    calls inside (uftrace prints `f() {` / `} /* f */`) becomes `f();`."""
+    out = []
+    for c in calls:
+        c = c.rstrip()
+        m = re.match(r"^(\s*)\} /\* (\S+) \*/$", c)
+        if m and out and out[-1] == m.group(1) + m.group(2) + "() {":
+            out[-1] = m.group(1) + m.group(2) + "();"
+            continue
+        out.append(c)
+    return "\n".join(out)
+
+
+def uftrace_trees(prog_args, data):
+    rc, _, err = run(["uftrace", "record", "-d", data, "-P", "."] + prog_args)
+    check(rc == 0, "uftrace record failed (%d): %s" % (rc, err[-500:]))
+    rc, out, err = run(["uftrace", "replay", "-d", data, "--no-libcall"])
+    check(rc == 0, "uftrace replay failed (%d): %s" % (rc, err[-500:]))
+    threads = {}
+    for line in out.splitlines():
+        m = ULINE.match(line)
+        if not m or line.startswith("#") or m.group(2).strip().startswith("/* linux:"):
+            continue        # header; the scheduler events uftrace adds
+        threads.setdefault(m.group(1), []).append(m.group(2))
+    return sorted(tree_lines(t) for t in threads.values())
+
+
+def case_vs_uftrace():
+    """The issue's yardstick: usft's function_graph call tree equals what
+    `uftrace record -P .` records for the same binary (functions of the
+    program, their order and depth; library calls left out), thread by
+    thread.  Not compared: longjmp, C++ exceptions and dlopen, where the two
+    differ by design (docs/tracers.md, "Against uftrace")."""
+    check(shutil.which("uftrace"), "uftrace is not installed (make deps installs it)")
+    for prog in ("nest", "mathvar", "signals", "threads", "fork"):
+        record([tracee(prog)], "function_graph", out=prog + ".dat")
+        threads, _ = graph_trees(report("text", inp=prog + ".dat"))
+        ours = sorted(tree_lines(t) for t in threads.values())
+        theirs = uftrace_trees([tracee(prog)], os.path.join(ARGS.work, prog + ".uftrace"))
+        if ours != theirs:
+            import difflib
+            diff = "".join(difflib.unified_diff(
+                "\n==\n".join(theirs).splitlines(True), "\n==\n".join(ours).splitlines(True),
+                "uftrace", "usft"))
+            raise Fail("%s: call trees differ from uftrace's:\n%s" % (prog, diff))
+
+
 CASES = {k[5:]: v for k, v in globals().items() if k.startswith("case_")}
 
 
