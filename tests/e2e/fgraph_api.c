@@ -363,18 +363,35 @@ static notrace void *churn_caller(void *arg)
 	return (void *)bad;
 }
 
-Test(fgraph, register_unregister_while_threads_call)
+/* two threads running churn_caller(), seen running before this returns */
+static notrace void callers_start(pthread_t th[2])
 {
-	pthread_t th[2];
-	void *bad;
-
-	cr_assert_eq(ftrace_set_filter(&gops_count.ops, (unsigned char *)"fg_parent fg_leaf fg_tail*",
-				       -1, 1), 0);
 	churn_stop = 0;
+	churn_running = 0;
 	for (int i = 0; i < 2; i++)
 		cr_assert_eq(pthread_create(&th[i], NULL, churn_caller, NULL), 0);
 	while (__atomic_load_n(&churn_running, __ATOMIC_RELAXED) < 2)
 		sched_yield();
+}
+
+static notrace void callers_stop(pthread_t th[2])
+{
+	void *bad;
+
+	churn_stop = 1;
+	for (int i = 0; i < 2; i++) {
+		cr_assert_eq(pthread_join(th[i], &bad), 0);
+		cr_assert_eq((long)bad, 0, "a call computed a wrong result");
+	}
+}
+
+Test(fgraph, register_unregister_while_threads_call)
+{
+	pthread_t th[2];
+
+	cr_assert_eq(ftrace_set_filter(&gops_count.ops, (unsigned char *)"fg_parent fg_leaf fg_tail*",
+				       -1, 1), 0);
+	callers_start(th);
 	for (int round = 0; round < 150; round++) {
 		cr_assert_eq(register_ftrace_graph(&gops_count), 0, "round %d", round);
 		for (volatile int spin = 0; spin < 20000; spin++)
@@ -385,11 +402,7 @@ Test(fgraph, register_unregister_while_threads_call)
 			usleep(1000);
 		unregister_ftrace_graph(&gops_count);
 	}
-	churn_stop = 1;
-	for (int i = 0; i < 2; i++) {
-		cr_assert_eq(pthread_join(th[i], &bad), 0);
-		cr_assert_eq((long)bad, 0, "a hooked call computed a wrong result");
-	}
+	callers_stop(th);
 	cr_assert_gt(__atomic_load_n(&churn_entries, __ATOMIC_RELAXED), 0);
 	/* every hooked return ran its callback or was unwound: never more returns */
 	cr_assert_leq(churn_returns, churn_entries);
@@ -416,24 +429,22 @@ Test(fgraph, sites_change_mode_under_callers)
 	static const void *fns[] = { fg_leaf, fg_parent, fg_tail, fg_tail_callee, fg_double };
 	unsigned char before[5][5];
 	pthread_t th[2];
-	void *bad;
 
 	for (int i = 0; i < 5; i++)
 		memcpy(before[i], (const void *)ftrace_location((unsigned long)fns[i]), 5);
 	cr_assert_eq(ftrace_set_filter(&gops_count.ops, (unsigned char *)"fg_*", -1, 1), 0);
 	cr_assert_eq(ftrace_set_filter(&plain_ops, (unsigned char *)"fg_leaf fg_tail_callee", -1,
 				       1), 0);
-	churn_stop = 0;
-	churn_running = 0;
-	for (int i = 0; i < 2; i++)
-		cr_assert_eq(pthread_create(&th[i], NULL, churn_caller, NULL), 0);
-	while (__atomic_load_n(&churn_running, __ATOMIC_RELAXED) < 2)
-		sched_yield();
+	callers_start(th);
 	for (int round = 0; round < 60; round++) {
 		cr_assert_eq(register_ftrace_graph(&gops_count), 0, "round %d", round);
 		usleep(500);
 		cr_assert_eq(register_ftrace_function(&plain_ops), 0, "round %d", round);
 		usleep(500);
+		/* the last round stays until the callers were seen (a loaded machine) */
+		for (int w = 0; round == 59 && w < 5000 &&
+				!__atomic_load_n(&plain_hits, __ATOMIC_RELAXED); w++)
+			usleep(1000);
 		/* a live refilter of the graph ops while the other one shares sites */
 		cr_assert_eq(ftrace_set_filter(&gops_count.ops,
 					       (unsigned char *)(round & 1 ? "fg_leaf fg_parent" : "fg_*"),
@@ -443,11 +454,7 @@ Test(fgraph, sites_change_mode_under_callers)
 		usleep(500);
 		unregister_ftrace_graph(&gops_count);
 	}
-	churn_stop = 1;
-	for (int i = 0; i < 2; i++) {
-		cr_assert_eq(pthread_join(th[i], &bad), 0);
-		cr_assert_eq((long)bad, 0, "a call computed a wrong result");
-	}
+	callers_stop(th);
 	cr_assert_gt(__atomic_load_n(&plain_hits, __ATOMIC_RELAXED), 0);
 	for (int i = 0; i < 5; i++)
 		cr_assert_eq(memcmp(before[i], (const void *)ftrace_location((unsigned long)fns[i]), 5),
