@@ -4,8 +4,10 @@
  * kernel's bench_trigger replayed: a driver loop calls a target function;
  * a counting callback is attached as fentry, fexit or fmod_ret, in call
  * mode and in jmp mode.  Reported: million calls per second (including the
- * driver loop, as bench_trigger does) and the jmp/call ratios, cases
- * interleaved round by round, medians.
+ * driver loop, as bench_trigger does), cases interleaved round by round,
+ * medians; the jmp/call and fentry/direct ratios paired within each round.
+ * Twice: with the result dropped (section=trigger, the kernel's driver)
+ * and summed (section=trigger_acc).
  *
  * fentry images never call the original, so jmp mode falls back to call
  * mode for them, as in the kernel (fentry_jmp == fentry_call by design).
