@@ -29,7 +29,7 @@ USFT_SKIP_DEPS ?= 0
 # Debian 12 packages the build, the tests and the install checks need.
 DEPS := libelf-dev libdw-dev libunwind-dev liburcu-dev libcriterion-dev \
 	pkg-config cmake ninja-build gcc g++ clang make libcapstone-dev \
-	libclang-rt-14-dev python3 uftrace
+	libclang-rt-14-dev python3 uftrace gnuplot-nox
 
 BUILD_DIR := build
 DEMO      := $(BUILD_DIR)/samples/demo/usft-demo
@@ -109,7 +109,8 @@ arm64-callops_CMAKE := $(arm64_CMAKE) -DUSFT_INSTRUMENT_CALL_OPS=ON \
 	-DUSFT_BUILD_SAMPLES=ON -DUSFT_BUILD_INJECT=ON
 arm64-callops_CTEST := -L conformance|arm64|bench-smoke
 
-# docs: every command block of docs/labs/*.md run as written (in the native
+# docs: every command block of docs/labs/*.md, docs/getting-started.md and
+# README.md run as written (in the native
 # build, after the arm64 stages so the qemu lab finds its cross build), and
 # the man page / --help / options reference agreement.
 TEST_STAGES += docs

@@ -8,6 +8,12 @@
 #                                             usftTargets*.cmake, UsftInstrument.cmake
 #   lib/pkgconfig/usft.pc                     with the patch_cflags variable
 #
+# Also, at configure time, <build>/pkgconfig/usft.pc: the same module for the
+# build tree itself (headers from the source tree, libusft.so from
+# <build>/runtime/, found at run time through an rpath), so the README's
+# compile line works right after `make demo`:
+#   PKG_CONFIG_PATH=$PWD/build/pkgconfig cc $(pkg-config --cflags usft) ...
+#
 # The tests/install suite (ctest -L install) checks all of it.
 include(CMakePackageConfigHelpers)
 
@@ -137,3 +143,17 @@ install(CODE "
 install(FILES ${PROJECT_BINARY_DIR}/usft.pc
   DESTINATION ${USFT_INSTALL_PKGCONFIGDIR}
   COMPONENT Development)
+
+# The build tree's usft.pc (no install needed; see the top of this file).
+set(USFT_PC_PREFIX "${PROJECT_BINARY_DIR}")
+set(USFT_PC_LIBDIR "${PROJECT_BINARY_DIR}/runtime")
+set(USFT_PC_INCLUDEDIR
+  "${PROJECT_SOURCE_DIR}/runtime/include -I${PROJECT_BINARY_DIR}/runtime/include")
+configure_file(${PROJECT_SOURCE_DIR}/runtime/usft.pc.in
+  ${PROJECT_BINARY_DIR}/pkgconfig/usft.pc.tmp @ONLY)
+file(READ ${PROJECT_BINARY_DIR}/pkgconfig/usft.pc.tmp _usft_pc)
+file(REMOVE ${PROJECT_BINARY_DIR}/pkgconfig/usft.pc.tmp)
+string(REPLACE "Libs: -L\${libdir} -lusft" "Libs: -L\${libdir} -Wl,-rpath,\${libdir} -lusft"
+  _usft_pc "${_usft_pc}")
+string(REPLACE "Description: " "Description: (build tree, not installed) " _usft_pc "${_usft_pc}")
+file(CONFIGURE OUTPUT ${PROJECT_BINARY_DIR}/pkgconfig/usft.pc CONTENT "${_usft_pc}" @ONLY)

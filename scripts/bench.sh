@@ -167,6 +167,6 @@ set title "attach + detach time vs functions"; set style data linespoints; set l
 plot "$OUT/attach_single.dat" using 2:3 title "single shared ops", "$OUT/attach_per.dat" using 2:3 title "one ops per function"
 GP
 else
-	log "gnuplot not installed: tables only (apt-get install gnuplot-nox for the SVG plots)"
+	log "gnuplot not installed: tables only (make deps, or apt-get install gnuplot-nox, for the SVG plots)"
 fi
 log "wrote $CSV, $OUT/results.md"
