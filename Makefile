@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
 #
-# usft top-level driver (ARCHITECTURE.md §8): on a fresh Debian 12 machine
+# usft top-level driver (docs/getting-started.md): on a fresh Debian 12 machine
 # `make demo` and `make test` install what is missing (when root), configure,
 # build and run.  CMake does the real work; this file only sequences it.
 # Every command is echoed and every recipe line runs under bash -euo pipefail.

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Stubs for the ladder benchmark (x86-64 conventions of API.md).
+ * Stubs for the ladder benchmark (x86-64 conventions of
+ * docs/architecture.md, "The dispatch ladder").
  */
 	.section .note.GNU-stack, "", @progbits
 	.text

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-# Install rules (ARCHITECTURE.md §8, style.md §9), included at the end of the
+# Install rules (docs/getting-started.md), included at the end of the
 # top-level CMakeLists.txt when USFT_INSTALL is ON.
 #
 #   include/usft/*.h, include/usft/asm/*.h   public headers (+ generated version.h)

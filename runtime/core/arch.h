@@ -51,7 +51,8 @@ int ftrace_modify_call(struct dyn_ftrace *rec, unsigned long old_addr, unsigned 
 /**
  * ftrace_replace_code() - the whole-record pass of ftrace_modify_all_code().
  * @enable: FTRACE_UPDATE_CALLS (1) or disable everything (0).
- * x86-64 overrides the generic one: verify every site first, then batch.
+ * Each backend provides it (ARCH_HAS_FTRACE_REPLACE_CODE): verify every
+ * site first, then write the batch (arch/x86/kernel/ftrace.c's two passes).
  */
 void ftrace_replace_code(int enable);
 

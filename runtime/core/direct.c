@@ -524,7 +524,7 @@ out:
 	return usft_err(err);
 }
 
-/* ---- IPMODIFY peers (kernel 2.5) ------------------------------------- */
+/* ---- IPMODIFY peers (prepare_direct_functions_for_ipmodify()) -------- */
 
 /* the enabled DIRECT ops covering @ip, if any */
 static struct ftrace_ops *direct_ops_for(unsigned long ip)

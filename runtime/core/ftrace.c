@@ -538,7 +538,7 @@ int ftrace_update_record(struct dyn_ftrace *rec, bool enable)
 	return ftrace_check_record(rec, enable, true);
 }
 
-/* ---- which target a site gets (kernel 3.3) -------------------------- */
+/* ---- which target a site gets (ftrace_get_addr_new()) ---------------- */
 
 unsigned long ftrace_find_rec_direct(unsigned long ip);
 
@@ -729,7 +729,7 @@ static void ftrace_ops_update_code(struct ftrace_ops *ops, struct ftrace_ops_has
 		}
 }
 
-/* ---- IPMODIFY (kernel 2.5) -------------------------------------------- */
+/* ---- IPMODIFY (__ftrace_hash_update_ipmodify()) ---------------------- */
 
 static int __ftrace_hash_update_ipmodify(struct ftrace_ops *ops, struct ftrace_hash *old_hash,
 					 struct ftrace_hash *new_hash, bool update_target)

@@ -20,9 +20,10 @@ struct tramp_free {
 };
 
 /*
- * usft_execmem_place() - copy @code into trampoline memory placed per the
- * tramp_placement option relative to @near_ip (0: the main executable).
- * Caller holds ftrace_lock.  Return: the address (and *@wp) or 0.
+ * usft_execmem_reserve() - reserve @len bytes of trampoline memory placed per
+ * the tramp_placement option relative to @near_ip (0: the main executable);
+ * nothing is written.  Caller holds ftrace_lock.  Return: the address (and
+ * *@wp) or 0.
  */
 unsigned long usft_execmem_reserve(unsigned long near_ip, size_t len, struct usft_window **wp)
 {

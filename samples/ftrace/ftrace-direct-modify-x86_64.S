@@ -3,7 +3,7 @@
  * ftrace-direct-modify-x86_64.S - the two direct trampolines of
  * ftrace-direct-modify.c, which modify_ftrace_direct() switches between.
  *
- * Call mode (API.md): entered by the call at the patch site (or, while a
+ * Call mode (docs/architecture.md): entered by the call at the patch site (or, while a
  * retarget is in progress, by ftrace_regs_caller's return into it, which
  * leaves the same stack): [rsp] = return address into the body of
  * my_schedule(), rsp 16-byte aligned.  my_schedule() takes no arguments;

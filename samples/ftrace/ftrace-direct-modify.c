@@ -1,8 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * ftrace-direct-modify - a userspace port of the kernel's
- * samples/ftrace/ftrace-direct-modify (kernel-ftrace.md 6.2), written from
- * its description.
+ * samples/ftrace/ftrace-direct-modify.c, written from its description.
  *
  * A direct ops on my_schedule() (a schedule() look-alike) starts on my_tramp1;
  * a second thread retargets it to my_tramp2, back to my_tramp1 and so on with

@@ -4,7 +4,7 @@
  * ftrace-direct-multi-modify.c, which modify_ftrace_direct() moves every
  * filtered site between.
  *
- * Call mode (API.md): entered by the call at a patch site (or, while a
+ * Call mode (docs/architecture.md): entered by the call at a patch site (or, while a
  * retarget is in progress, by ftrace_regs_caller's return into it, which
  * leaves the same stack): [rsp] = site + 5 of whichever function fired, rsp
  * 16-byte aligned.  All six integer argument registers are kept, and the

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * ftrace-direct-multi-modify - a userspace port of the kernel's
- * samples/ftrace/ftrace-direct-multi-modify (kernel-ftrace.md 6.2), written
- * from its description.
+ * samples/ftrace/ftrace-direct-multi-modify.c, written from its
+ * description.
  *
  * ftrace-direct-multi plus ftrace-direct-modify: one direct ops filtered to
  * my_wake_up() and my_schedule() starts on my_tramp1; a second thread moves

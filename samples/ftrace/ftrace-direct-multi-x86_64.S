@@ -3,7 +3,7 @@
  * ftrace-direct-multi-x86_64.S - the one direct trampoline of
  * ftrace-direct-multi.c, shared by every function the ops filters.
  *
- * Call mode (API.md): [rsp] = return address into the body of whichever
+ * Call mode (docs/architecture.md): [rsp] = return address into the body of whichever
  * function fired, i.e. its site + 5, rsp 16-byte aligned on entry.  The
  * trampoline does not know the function's prototype, so it keeps all six
  * integer argument registers, and hands that return address (8(%rbp) once

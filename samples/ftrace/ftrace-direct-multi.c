@@ -1,8 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * ftrace-direct-multi - a userspace port of the kernel's
- * samples/ftrace/ftrace-direct-multi (kernel-ftrace.md 6.2), written from its
- * description.
+ * samples/ftrace/ftrace-direct-multi.c, written from its description.
  *
  * One direct ops filtered to two functions, my_wake_up() and my_schedule()
  * (wake_up_process() and schedule() look-alikes), and one trampoline

@@ -2,7 +2,7 @@
 /*
  * ftrace-direct-too-x86_64.S - the direct trampolines of ftrace-direct-too.c.
  *
- * Call mode (API.md): entered by the call at the patch site, [rsp] = return
+ * Call mode (docs/architecture.md): entered by the call at the patch site, [rsp] = return
  * address into the traced function's body, rsp 16-byte aligned on entry.
  * Each trampoline saves the argument registers its function uses, hands them
  * unchanged to its C helper (they are still in place: the helper takes the

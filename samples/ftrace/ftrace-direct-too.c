@@ -1,8 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * ftrace-direct-too - a userspace port of the kernel's
- * samples/ftrace/ftrace-direct-too (kernel-ftrace.md 6.2), written from its
- * description.
+ * samples/ftrace/ftrace-direct-too.c, written from its description.
  *
  * A direct trampoline on a function with four arguments, my_handle_mm_fault()
  * (a handle_mm_fault() look-alike): the trampoline (my_tramp,

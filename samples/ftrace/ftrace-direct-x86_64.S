@@ -2,7 +2,7 @@
 /*
  * ftrace-direct-x86_64.S - the direct trampoline of ftrace-direct.c.
  *
- * Call mode (API.md): entered by the 5-byte call at the patch site of
+ * Call mode (docs/architecture.md): entered by the 5-byte call at the patch site of
  * my_wake_up(), so [rsp] is the return address into its body (site + 5) and
  * [rsp + 8] the return address into its caller.  The stack is 16-byte
  * aligned on entry (the caller's call plus the site's call).  The argument

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * ftrace-direct - a userspace port of the kernel's samples/ftrace/ftrace-direct
- * (kernel-ftrace.md 6.2), written from its description.
+ * ftrace-direct - a userspace port of the kernel's samples/ftrace/ftrace-direct.c,
+ * written from its description.
  *
  * One direct trampoline (my_tramp, ftrace-direct-x86_64.S) is attached to
  * my_wake_up(), a wake_up_process() look-alike.  Once attached, the patch site

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * ftrace-ops - a userspace port of the kernel's samples/ftrace/ftrace-ops
- * benchmark (kernel-ftrace.md §4.3), written from its description.
+ * ftrace-ops - a userspace port of the kernel's samples/ftrace/ftrace-ops.c
+ * benchmark, written from its description.
  *
  * It times a loop of calls to tracee_relevant() while nr_ops_relevant ops
  * filter that function and nr_ops_irrelevant ops filter tracee_irrelevant(),

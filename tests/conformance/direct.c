@@ -5,7 +5,9 @@
  * the four ftrace-direct.tc interleavings with a normal ops, jmp mode, out
  * of range trampolines (reached through ftrace_regs_caller's orig_ax path)
  * and the IPMODIFY handshake (ops_func).
- * kernel-ftrace.md §1.5, §1.6, §2.4, §2.5, §3.3, §4.1, §6.3, §6.5 items 5-6, 9.
+ * Kernel: register_ftrace_direct(), direct_functions, ops_func / enum
+ * ftrace_ops_cmd, prepare_direct_functions_for_ipmodify() (kernel/trace/ftrace.c),
+ * test.d/direct/ftrace-direct.tc.
  * Trampolines: direct_tramps.S.
  */
 #include <errno.h>
@@ -1013,7 +1015,7 @@ Test(direct_ipmodify, ipmodify_first_direct_without_ops_func_is_ebusy)
 	expect_all_nop5();
 }
 
-/* modify on a site shared with IPMODIFY renegotiates (kernel §2.4 step 2) */
+/* modify on a site shared with IPMODIFY renegotiates (kernel: __modify_ftrace_direct()) */
 Test(direct_ipmodify, modify_renegotiates_self)
 {
 	unsigned long site = tc_site(dt_f1);

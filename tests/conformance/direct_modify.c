@@ -5,7 +5,8 @@
  * from inside ops_func (the BPF use), and the live retarget loop of
  * ftrace-direct-modify under concurrent callers: every call returns the
  * right value and reaches exactly one trampoline.
- * kernel-ftrace.md §2.4 (modify), §6.2 (ftrace-direct-modify), §6.5 item 7.
+ * Kernel: modify_ftrace_direct(), modify_ftrace_direct_nolock()
+ * (kernel/trace/ftrace.c), samples/ftrace/ftrace-direct-modify.c.
  * Trampolines: direct_tramps.S.
  */
 #include <errno.h>

@@ -5,7 +5,8 @@
  * single-ops batch API update_ftrace_direct_add/mod/del, including 1,000
  * sites in one call each with one code-update pass per call, and all-or-
  * nothing validation.
- * kernel-ftrace.md §1.5, §2.4 (batch API), §6.2, §6.5 item 8.
+ * Kernel: update_ftrace_direct_add/mod/del(), direct_functions
+ * (kernel/trace/ftrace.c), samples/ftrace/ftrace-direct-multi.c.
  * Trampolines: direct_tramps.S.
  */
 #include <errno.h>

@@ -2,7 +2,7 @@
 /*
  * Direct trampolines for the direct-call conformance suites, written to the
  * kernel's x86-64 conventions (samples/ftrace/ftrace-direct*.c,
- * kernel-ftrace.md §4.1, docs API.md "Direct trampolines"):
+ * arch/x86/kernel/ftrace_64.S, docs/architecture.md):
  *
  *   call mode (tramp_a, tramp_b): entered by the site's call (or the
  *     ftrace_regs_caller's orig_ax path), [rsp] = site + 5 = return into the

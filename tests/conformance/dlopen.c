@@ -3,8 +3,8 @@
  * Objects loaded and unloaded at run time (the kernel's modules): sites of a
  * dlopen()ed object become filterable and traceable; after dlclose() its
  * records are gone and nothing touches its memory again, even when an ops
- * that selected it is still registered.  kernel-ftrace.md §1.3 (module
- * records), ARCHITECTURE.md §2.
+ * that selected it is still registered.  Kernel: ftrace_module_init(),
+ * ftrace_release_mod() (kernel/trace/ftrace.c); docs/architecture.md.
  */
 #include <dlfcn.h>
 #include <errno.h>

@@ -3,7 +3,8 @@
  * Filter hashes: ftrace_set_filter() glob syntax (filter_parse_regex +
  * ftrace_match, func-filter-glob.tc), append vs reset, "!" removal, index
  * syntax, ftrace_set_filter_ip(s), ftrace_free_filter(), ftrace_location(),
- * and re-patching of a live ops.  kernel-ftrace.md §1.3, §1.4, §2.3, §6.3.
+ * and re-patching of a live ops.  Kernel: ftrace_set_filter(),
+ * ftrace_match_records() (kernel/trace/ftrace.c), test.d/ftrace/func-filter-glob.tc.
  */
 #include <errno.h>
 #include <stdio.h>

@@ -3,7 +3,8 @@
  * FTRACE_OPS_FL_IPMODIFY: at most one IPMODIFY ops per function, no
  * "all functions" filter, no notrace hash; a callback may redirect the
  * resumed ip (livepatch) or return early (error injection).
- * kernel-ftrace.md §1.2 (IPMODIFY), §2.3, §2.5; usft/asm/x86_64.h accessors.
+ * Kernel: __ftrace_hash_update_ipmodify() (kernel/trace/ftrace.c);
+ * usft/asm/x86_64.h accessors.
  */
 #include <errno.h>
 #include <string.h>

@@ -3,7 +3,8 @@
  * Kill switch: a site whose bytes are not what the runtime expects makes the
  * compare-then-write pass fail -> ftrace_bug() -> the runtime is dead: every
  * call returns -ENODEV and no byte of text changes any more.
- * kernel-ftrace.md §2.7, §3.4 (x86 two-pass verify), §6.5 item 12.
+ * Kernel: ftrace_bug(), ftrace_kill(), ftrace_replace_code() (the x86 two-pass
+ * verify of arch/x86/kernel/ftrace.c).
  * ftrace_bug() prints a diagnostic to stderr in these tests; that is expected.
  */
 #include <errno.h>

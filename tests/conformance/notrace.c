@@ -2,7 +2,7 @@
 /*
  * Notrace hashes: an ops traces ip iff (filter empty || ip in filter) &&
  * !(ip in notrace) (ftrace_ops_test, hash_contains_ip).
- * kernel-ftrace.md §1.4, §2.3.
+ * Kernel: ftrace_ops_test(), ftrace_set_notrace() (kernel/trace/ftrace.c).
  */
 #include <errno.h>
 #include <string.h>

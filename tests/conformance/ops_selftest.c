@@ -2,7 +2,7 @@
 /*
  * Port of kernel/trace/trace_selftest.c: trace_selftest_ops() (the
  * three-probe counting matrix with a heap ops and a live "!" removal) and
- * trace_selftest_startup_dynamic_tracing().  kernel-ftrace.md §6.1.
+ * trace_selftest_startup_dynamic_tracing().
  */
 #include <errno.h>
 #include <stdlib.h>

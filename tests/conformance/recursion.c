@@ -3,7 +3,7 @@
  * Recursion protection: trace_selftest_function_recursion (with and without
  * FTRACE_OPS_FL_RECURSION) and ftrace_test_recursion_trylock/unlock
  * semantics (per-thread bits with one TRANSITION level).
- * kernel-ftrace.md §1.2 (RECURSION), §2.6, §6.1.
+ * Kernel: include/linux/trace_recursion.h, trace_selftest.c.
  */
 #include <errno.h>
 #include <pthread.h>

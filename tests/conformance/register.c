@@ -3,7 +3,8 @@
  * register_ftrace_function() / unregister_ftrace_function(): flags, error
  * codes, SAVE_REGS (trace_selftest_function_regs), PERMANENT and the
  * ftrace_enabled switch, and what a callback sees in ftrace_regs.
- * kernel-ftrace.md §1.2, §2.1, §2.2, §2.7, §4.1, §6.1.
+ * Kernel: ftrace_ops flags (include/linux/ftrace.h), register_ftrace_function(),
+ * ftrace_startup() (kernel/trace/ftrace.c), trace_selftest.c.
  */
 #include <errno.h>
 #include <stdarg.h>

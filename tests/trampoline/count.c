@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * prog_tests/trampoline_count.c and fexit_stress.c ported (kernel-ftrace.md
- * §5.1 BPF_MAX_TRAMP_LINKS, §6.4): exactly 38 links of any mix of kinds
+ * prog_tests/trampoline_count.c and fexit_stress.c ported (kernel:
+ * BPF_MAX_TRAMP_LINKS, include/linux/bpf.h): exactly 38 links of any mix of kinds
  * attach to one function, the 39th fails with E2BIG (and a NULL link) and
  * changes nothing; the function still works and every callback fires once
  * per call; detaching everything restores the nop5.  38 fexit links and

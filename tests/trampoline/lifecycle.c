@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * Trampoline lifetime (kernel-ftrace.md §5.3 update, §5.6 image put, §6.4
- * fexit_sleep; usft/trampoline.h usft_tramp_detach()):
+ * Trampoline lifetime (kernel: bpf_trampoline_update(),
+ * bpf_tramp_image_put() in kernel/bpf/trampoline.c; prog_tests/fexit_sleep.c; usft/trampoline.h usft_tramp_detach()):
  *  - attach / detach cycles mixing kinds, modes and the jmp /
  *    single_direct_ops options while 4 threads call the functions: every
  *    call returns the right value, every callback sees the right ctx, and
@@ -480,7 +480,7 @@ Test(fexit_sleep, replace_while_sleeping_call)
 }
 
 /*
- * Image lifetime (§5.6): the image a thread sleeps in must stay mapped and
+ * Image lifetime (bpf_tramp_image_put()): the image a thread sleeps in must stay mapped and
  * intact however many images are generated, retired and freed meanwhile.
  */
 static void churn_while_sleeping(int mode)

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * prog_tests/modify_return.c ported (kernel-ftrace.md §6.4, §5.2-5.4):
+ * prog_tests/modify_return.c ported (kernel:
+ * BPF_TRAMP_F_* and __arch_prepare_bpf_trampoline()):
  * fentry, fexit and fmod_ret on a function with a side effect.
  *   fmod_ret returns 0   -> the original runs (side effect), the caller and
  *                           fexit see its return value

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * Callback recursion (kernel-ftrace.md §5.4 step 3: "a prog skipped by its
- * recursion check bumps its miss count"; prog_tests/recursion; usft/
+ * Callback recursion (kernel: __bpf_prog_enter_recur(): a prog skipped by its
+ * recursion check bumps its miss count; prog_tests/recursion; usft/
  * trampoline.h usft_tramp_link_misses()):
  *  - a callback that calls its own traced function: the outer call's
  *    callback runs once, the nested call runs the original (right result)

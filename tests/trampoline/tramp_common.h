@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * tests/trampoline/tramp_common.h - helpers for the fentry / fexit /
- * fmod_ret suites (usft/trampoline.h; kernel-ftrace.md §5, §6.4).
+ * fmod_ret suites (usft/trampoline.h; kernel/bpf/trampoline.c).
  *
- * Site encodings on x86-64 (kernel-ftrace.md §5.2-5.4):
+ * Site encodings on x86-64 (kernel: bpf_trampoline_update(),
+ * arch/x86/net/bpf_jit_comp.c):
  *   nothing attached                      nop5  0f 1f 44 00 00
  *   fentry-only image (RESTORE_REGS)      e8 rel32 (call mode)
  *   image calls the original, jmp=1       e9 rel32 (jmp mode)

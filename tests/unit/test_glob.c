@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * tests/unit/test_glob.c - usft_glob_match(), the kernel glob_match() used for
- * full-glob filters (kernel-ftrace.md 2.3): '*', '?', classes, ranges,
+ * full-glob filters (kernel: lib/glob.c): '*', '?', classes, ranges,
  * negation, escapes, backtracking; the globs of the kernel selftest
- * func-filter-glob.tc (6.3) checked against their regex, as that test does;
+ * func-filter-glob.tc checked against their regex, as that test does;
  * and agreement with fnmatch(3) on generated patterns.
  */
 #include <fnmatch.h>

@@ -3,7 +3,7 @@
  * tests/unit/test_hash.c - core/hash.c: struct ftrace_hash allocation,
  * insertion (plain and direct), lookup (including EMPTY_HASH and NULL),
  * removal, copy, the resizing "move" (bits = min(fls(count/2), 12)) and the
- * bucket key (reference: kernel-ftrace.md 1.4).
+ * bucket key (kernel: ftrace_hash_key(), kernel/trace/ftrace.c).
  */
 #include <errno.h>
 #include <stdbool.h>

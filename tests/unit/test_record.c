@@ -2,8 +2,8 @@
 /*
  * tests/unit/test_record.c - ftrace_check_record() through its two wrappers,
  * ftrace_test_record() (no update) and ftrace_update_record(), on hand-built
- * struct dyn_ftrace values: no site is read or patched.  Reference:
- * kernel-ftrace.md 1.3 (flags) and 3.2 (transitions).
+ * struct dyn_ftrace values: no site is read or patched.  Kernel:
+ * FTRACE_FL_* (include/linux/ftrace.h), ftrace_check_record() (kernel/trace/ftrace.c).
  */
 #include <stdbool.h>
 #include <stdio.h>
