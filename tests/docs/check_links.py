@@ -2,7 +2,11 @@
 # SPDX-License-Identifier: MIT
 """tests/docs/check_links.py - every relative link of README.md and
 docs/**/*.md points at a file that exists, and every #anchor at a heading
-of that file (GitHub's heading slugs)."""
+of that file (GitHub's heading slugs).
+
+And every source stands alone: a document a source file, comment or page
+names (`something.md`) is a file of the project, and nothing cites a
+numbered section (`§2.4`) of a document a reader does not have."""
 import argparse
 import os
 import re
@@ -21,6 +25,59 @@ def anchors(path):
     text = open(path, encoding='utf-8').read()
     text = re.sub(r'```.*?```', '', text, flags=re.S)
     return {slug(m.group(1)) for m in re.finditer(r'^#+\s+(.*)$', text, re.M)}
+
+
+CITE = re.compile(r'(?<![\w./*-])((?:[\w.-]+/)*[\w-]+\.md)\b')
+SECTION = re.compile(r'§\s*\d')
+SKIP_DIRS = {'.git', '.cache', 'bench-results'}
+# pages the project writes, not cites (scripts/bench.sh's report)
+GENERATED = {'results.md'}
+TEXT = re.compile(r'(\.(c|h|S|s|py|sh|cmake|txt|md|json|in|map|1|yml|yaml)|Makefile)$')
+
+
+def sources(root):
+    for d, dirs, files in os.walk(root):
+        dirs[:] = sorted(x for x in dirs if x not in SKIP_DIRS and not x.startswith('build'))
+        for f in sorted(files):
+            if TEXT.search(f):
+                yield os.path.join(d, f)
+
+
+def check_citations(root):
+    """Documents named in sources must exist; no numbered-section citations."""
+    files = list(sources(root))
+    names = {os.path.basename(f) for f in files if f.endswith('.md')}
+    # the docs checkers' own fixtures name pages that do not exist on purpose
+    own = os.path.dirname(os.path.abspath(__file__))
+    bad = n = 0
+    for f in files:
+        if os.path.dirname(os.path.abspath(f)) == own:
+            continue
+        try:
+            text = open(f, encoding='utf-8').read()
+        except (UnicodeDecodeError, OSError):
+            continue
+        rel = os.path.relpath(f, root)
+        for no, line in enumerate(text.splitlines(), 1):
+            for m in CITE.finditer(line):
+                n += 1
+                doc = m.group(1)
+                if os.path.basename(doc) in GENERATED or '/NN-' in doc:
+                    continue
+                if any(os.path.exists(os.path.join(b, doc)) for b in
+                       (os.path.dirname(f), root, os.path.join(root, 'docs'))):
+                    continue
+                if '/' not in doc and doc in names:
+                    continue
+                print(f'{rel}:{no}: cites {doc}, which is not in the project '
+                      '(cite the kernel function and file, or a docs/ page)')
+                bad += 1
+            if SECTION.search(line):
+                print(f'{rel}:{no}: cites a numbered section (§); name the kernel '
+                      'function and file, or link a docs/ page heading')
+                bad += 1
+    print(f'{n} document citations checked in {len(files)} files, {bad} bad')
+    return bad
 
 
 def main():
@@ -49,6 +106,7 @@ def main():
                 print(f'{rel}: no heading for #{frag} in {os.path.relpath(dest, root)}')
                 bad += 1
     print(f'{n} links checked in {len(pages)} pages, {bad} broken')
+    bad += check_citations(root)
     return 1 if bad else 0
 
 

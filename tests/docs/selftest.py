@@ -35,7 +35,8 @@ CASES = [
 
 def check_checkers(root):
     """check_options.py and check_links.py pass on the tree and fail on a
-    copy whose options.md lost a row or whose page has a broken link."""
+    copy whose options.md lost a row, whose page has a broken link, or whose
+    source cites a document or a numbered section the project does not have."""
     import shutil
     bad = 0
     usft = None
@@ -44,13 +45,20 @@ def check_checkers(root):
         for d in ('runtime', 'inject'):
             shutil.copytree(os.path.join(root, d), os.path.join(fake, d))
         shutil.copytree(os.path.join(root, 'docs'), os.path.join(fake, 'docs'))
-        shutil.copy(os.path.join(root, 'README.md'), fake)
+        for f in ('README.md', 'CHANGELOG.md'):
+            shutil.copy(os.path.join(root, f), fake)
         for name, edit, script, extra in (
             ('options: a USFT_OPTIONS row removed', ('docs/options.md', '| `jmp` |', '| `jmpx` |'),
              'check_options.py', True),
             ('options: a record option undocumented', ('docs/options.md', '`--prefault`', '`--prefaultx`'),
              'check_options.py', True),
             ('links: a broken link', ('docs/README.md', '(options.md)', '(no-such-page.md)'),
+             'check_links.py', False),
+            ('links: a source cites a document not in the project',
+             ('runtime/core/arch.h', 'THE arch contract.', 'THE arch contract (see ARCH.md).'),
+             'check_links.py', False),
+            ('links: a source cites a numbered section',
+             ('runtime/core/arch.h', 'THE arch contract.', 'THE arch contract (see \u00a78).'),
              'check_links.py', False)):
             path = os.path.join(fake, edit[0])
             orig = open(path).read()
