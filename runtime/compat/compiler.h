@@ -24,6 +24,8 @@
 #define ARRAY_SIZE(a)		(sizeof(a) / sizeof((a)[0]))
 #define container_of(ptr, type, member) \
 	((type *)((char *)(ptr) - offsetof(type, member)))
+#define offsetofend(type, member) \
+	(offsetof(type, member) + sizeof(((type *)0)->member))
 
 #ifndef __always_inline
 #define __always_inline		inline __attribute__((always_inline))

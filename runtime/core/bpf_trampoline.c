@@ -420,7 +420,9 @@ USFT_API struct usft_tramp_link *usft_tramp_attach(void *func, enum usft_tramp_k
 		return NULL;
 	}
 	if (opts) {
-		if (opts->sz < sizeof(size_t) + sizeof(int)) {
+		/* sz and nr_args at least; a newer caller's non-zero fields refused */
+		if (!usft_opts_valid(opts, opts->sz, offsetofend(struct usft_tramp_opts, nr_args),
+				     sizeof(*opts))) {
 			errno = EINVAL;
 			return NULL;
 		}

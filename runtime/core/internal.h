@@ -47,6 +47,28 @@ static inline int usft_err(int ret)
 	return ret;
 }
 
+/*
+ * usft_opts_valid() - libbpf's OPTS_VALID() (libbpf_validate_opts() in
+ * tools/lib/bpf/libbpf_internal.h) for a caller's option struct of @user_sz
+ * bytes of which this library knows the first @known_sz: the size covers at
+ * least the first @min_sz bytes, and every byte past what this library knows
+ * is zero.  A newer caller asking for something this library would silently
+ * ignore is refused; one that leaves the new fields zero is served.
+ */
+static inline bool usft_opts_valid(const void *opts, size_t user_sz, size_t min_sz,
+				   size_t known_sz)
+{
+	const unsigned char *p = opts;
+	size_t i;
+
+	if (user_sz < min_sz)
+		return false;
+	for (i = known_sz; i < user_sz; i++)
+		if (p[i])
+			return false;
+	return true;
+}
+
 /* ---- records (records.c) ------------------------------------------ */
 
 /* kernel include/linux/ftrace.h: record flags above a 19-bit ref count */

@@ -179,7 +179,8 @@ USFT_API int usft_stat(struct usft_stats *st)
 {
 	size_t sz;
 
-	if (!st || st->sz < sizeof(size_t))
+	/* as the kernel's bpf_check_uarg_tail_zero() for bpf_prog_info */
+	if (!st || !usft_opts_valid(st, st->sz, sizeof(size_t), sizeof(*st)))
 		return usft_err(-EINVAL);
 	sz = st->sz < sizeof(*st) ? st->sz : sizeof(*st);
 	ftrace_lazy_init();

@@ -3,7 +3,9 @@
  * Site state transitions: nop5 <-> call as ops come and go, one vs several
  * ops on a site (per-ops trampoline vs the shared list caller), REGS
  * upgrades, unselected sites untouched, usft_stat counters.
- * kernel-ftrace.md §1.3, §3.1-§3.4, §4.1, §6.3 (ftrace-direct.tc orders).
+ * Kernel: __ftrace_hash_rec_update(), ftrace_check_record(),
+ * ftrace_get_addr_new(), ftrace_replace_code() (kernel/trace/ftrace.c),
+ * test.d/direct/ftrace-direct.tc (its orders).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -436,4 +438,27 @@ Test(usft_stat, rejects_bad_size)
 	errno = 0;
 	cr_assert_eq(usft_stat(&st), -EINVAL);
 	cr_assert_eq(errno, EINVAL);
+}
+
+/* a newer caller's larger struct: served while its tail is zero (OPTS_VALID) */
+Test(usft_stat, larger_struct_needs_zero_tail)
+{
+	struct {
+		struct usft_stats st;
+		unsigned long newer;
+	} big;
+
+	cr_assert_eq(usft_init(), 0);
+	memset(&big, 0, sizeof(big));
+	big.st.sz = sizeof(big);
+	cr_assert_eq(usft_stat(&big.st), 0);
+	cr_assert_gt(big.st.nr_sites, 0);
+	cr_assert_eq(big.newer, 0, "the tail is left alone");
+	memset(&big, 0, sizeof(big));
+	big.st.sz = sizeof(big);
+	big.newer = 1;
+	errno = 0;
+	cr_assert_eq(usft_stat(&big.st), -EINVAL);
+	cr_assert_eq(errno, EINVAL);
+	cr_assert_eq(big.st.nr_sites, 0, "nothing filled in on refusal");
 }

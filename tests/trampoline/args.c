@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * Arguments and function models (kernel-ftrace.md §5.1 func.model, §5.4
- * frame; prog_tests/fentry_test.c, fexit_test.c; usft/trampoline.h):
+ * Arguments and function models (kernel: struct btf_func_model,
+ * __arch_prepare_bpf_trampoline()'s frame; prog_tests/fentry_test.c, fexit_test.c; usft/trampoline.h):
  *  - fentry / fexit see all six integer arguments in ctx[0..5] (nr_args
  *    given, and from DWARF), fexit the return value in ctx[6]
  *  - double arguments / return from DWARF (fp_mask): the function computes
@@ -721,18 +721,30 @@ Test(errors, einval)
 	cr_assert_eq(errno, EINVAL, "opts.sz 4: errno %d", errno);
 	expect_site(tr_args6, TT_NOP5);
 
-	/* a larger sz (newer caller) is accepted */
+	/*
+	 * a larger sz (newer caller, libbpf's OPTS_VALID): accepted while the
+	 * bytes this library does not know are zero, refused with EINVAL and
+	 * nothing attached once one of them is set
+	 */
 	{
 		struct {
 			struct usft_tramp_opts o;
 			long pad;
-		} big = { .o = { .sz = sizeof(big), .nr_args = 6 }, .pad = 0 };
+		} big;
 
+		memset(&big, 0, sizeof(big));
+		big.o.sz = sizeof(big);
+		big.o.nr_args = 6;
 		l = usft_tramp_attach((void *)tr_args6, USFT_TRAMP_FENTRY, nop_prog, NULL, &big.o);
-		if (l)
-			tt_detach(l);
-		else
-			cr_log_info("opts.sz larger than the struct: errno %d", errno);
+		cr_assert_not_null(l, "opts.sz larger, zero tail: errno %d", errno);
+		tt_detach(l);
+		expect_site(tr_args6, TT_NOP5);
+		big.pad = 1;
+		errno = 0;
+		cr_assert_null(usft_tramp_attach((void *)tr_args6, USFT_TRAMP_FENTRY, nop_prog,
+						 NULL, &big.o));
+		cr_assert_eq(errno, EINVAL, "opts.sz larger, non-zero tail: errno %d", errno);
+		expect_site(tr_args6, TT_NOP5);
 	}
 
 	cr_assert_eq(usft_tramp_detach(NULL), -EINVAL);

@@ -34,7 +34,8 @@ enum usft_tramp_mode {
 };
 
 struct usft_tramp_opts {
-	size_t sz;		/* sizeof(struct usft_tramp_opts) */
+	size_t sz;		/* sizeof(struct usft_tramp_opts); a larger struct
+				 * (newer caller) must be zero past mode */
 	int nr_args;		/* -1: from DWARF */
 	int mode;		/* enum usft_tramp_mode */
 };

@@ -56,7 +56,13 @@ struct usft_stats {
 	unsigned long nr_reclaim_scans;	/* scans proving freed trampoline memory unused */
 };
 
-/** usft_stat() - snapshot of the counters. Return: 0 or -EINVAL (bad sz). */
+/**
+ * usft_stat() - snapshot of the counters.  A caller built against a newer
+ * usft may pass a larger struct: the counters this library knows are filled
+ * in, provided every byte past them is zero.
+ * Return: 0 or -EINVAL (sz smaller than sz itself, or a non-zero byte past
+ * the struct this library knows).
+ */
 USFT_API int usft_stat(struct usft_stats *st);
 
 /** usft_print_stat() - options and counters in `usft stat` format. */
