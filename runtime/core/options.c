@@ -31,10 +31,36 @@ struct usft_option_desc {
 	int max;
 	bool live;			/* may change while ops are registered */
 	const char *help;
+	/* further checks of a parsed value: NULL, or why it is refused and the fix */
+	const char *(*check)(int v, char *why, size_t len);
 };
 
 static const char *const sync_names[] = { "membarrier", "signal", NULL };
 static const char *const placement_names[] = { "near", "far", NULL };
+
+/*
+ * The rendezvous signal must reach a handler usft installs, and no other
+ * part of usft or libc may need it: SIGTRAP carries usft's own patching
+ * traps, the fault signals (SIGSEGV, SIGBUS, SIGILL, SIGFPE) are
+ * synchronous, SIGKILL/SIGSTOP cannot be caught, glibc keeps 32 and 33 for
+ * itself, and job-control or terminal signals change what the program does
+ * when they arrive.  What is left: SIGUSR1, SIGUSR2, SIGRTMIN..SIGRTMAX.
+ */
+static const char *check_sync_signal(int v, char *why, size_t len)
+{
+	const char *abbrev;
+
+	if (v == 0 || v == SIGUSR1 || v == SIGUSR2 || (v >= SIGRTMIN && v <= SIGRTMAX))
+		return NULL;
+	abbrev = v < SIGRTMIN ? sigabbrev_np(v) : NULL;
+	snprintf(why, len,
+		 "signal %d (%s%s) cannot carry usft's thread rendezvous%s; use 0 (SIGRTMIN+7), "
+		 "%d (SIGUSR1), %d (SIGUSR2) or a real-time signal %d..%d (SIGRTMIN..SIGRTMAX)",
+		 v, abbrev ? "SIG" : "", abbrev ? abbrev : "kept by libc",
+		 v == SIGTRAP ? ": usft patches with SIGTRAP" : "", SIGUSR1, SIGUSR2,
+		 SIGRTMIN, SIGRTMAX);
+	return why;
+}
 
 static const struct usft_option_desc usft_option_table[] = {
 	{ "ops_trampolines", &usft_opts.ops_trampolines, NULL, 1, false,
@@ -42,7 +68,7 @@ static const struct usft_option_desc usft_option_table[] = {
 	{ "sync", &usft_opts.sync, sync_names, 1, true,
 	  "how other threads are synchronised after a text write" },
 	{ "sync_signal", &usft_opts.sync_signal, NULL, 64, false,
-	  "signal number for thread rendezvous (0 = SIGRTMIN+7)" },
+	  "signal number for thread rendezvous (0 = SIGRTMIN+7)", check_sync_signal },
 	{ "direct_calls", &usft_opts.direct_calls, NULL, 1, false,
 	  "sites call a lone direct trampoline (0: always through ftrace_regs_caller)" },
 	{ "jmp", &usft_opts.jmp, NULL, 1, true,
@@ -67,13 +93,32 @@ static const struct usft_option_desc *find_option(const char *name, size_t len)
 	return NULL;
 }
 
-static int parse_value(const struct usft_option_desc *d, const char *v, size_t len, int *out)
+/* the values @d accepts, for an error message */
+static void allowed_values(const struct usft_option_desc *d, char *buf, size_t len)
 {
-	char buf[32], *end;
+	size_t n = 0;
+
+	if (!d->names) {
+		snprintf(buf, len, "a number 0..%d", d->max);
+		return;
+	}
+	buf[0] = 0;
+	for (int i = 0; d->names[i] && n < len; i++)
+		n += (size_t)snprintf(buf + n, len - n, "%s%s (%d)", i ? ", " : "", d->names[i], i);
+}
+
+static int parse_value(const struct usft_option_desc *d, const char *v, size_t len, int *out,
+		       char *why, size_t wlen)
+{
+	char buf[32], allowed[96], *end;
 	long n;
 
-	if (!len || len >= sizeof(buf))
+	if (!len || len >= sizeof(buf)) {
+		allowed_values(d, allowed, sizeof(allowed));
+		snprintf(why, wlen, "%s for %s; use %s", len ? "too long a value" : "an empty value",
+			 d->name, allowed);
 		return -EINVAL;
+	}
 	memcpy(buf, v, len);
 	buf[len] = 0;
 	if (d->names) {
@@ -85,25 +130,36 @@ static int parse_value(const struct usft_option_desc *d, const char *v, size_t l
 	}
 	errno = 0;
 	n = strtol(buf, &end, 0);
-	if (errno || *end || n < 0 || n > d->max)
+	if (errno || end == buf || *end || n < 0 || n > d->max) {
+		allowed_values(d, allowed, sizeof(allowed));
+		snprintf(why, wlen, "'%s' is not a value of %s; use %s", buf, d->name, allowed);
+		return -EINVAL;
+	}
+	if (d->check && d->check((int)n, why, wlen))
 		return -EINVAL;
 	*out = (int)n;
 	return 0;
 }
 
-static int set_option(const char *name, size_t nlen, const char *val, size_t vlen, bool startup)
+static int set_option(const char *name, size_t nlen, const char *val, size_t vlen, bool startup,
+		      char *why, size_t wlen)
 {
 	const struct usft_option_desc *d = find_option(name, nlen);
 	int v, ret;
 
-	if (!d)
+	if (!d) {
+		snprintf(why, wlen, "no option named '%.*s' (usft stat lists them)", (int)nlen, name);
 		return -ENOENT;
-	ret = parse_value(d, val, vlen, &v);
+	}
+	ret = parse_value(d, val, vlen, &v, why, wlen);
 	if (ret)
 		return ret;
 	if (!startup && !d->live && READ_ONCE(ftrace_ops_list) != &ftrace_list_end &&
-	    *d->val != v)
+	    *d->val != v) {
+		snprintf(why, wlen, "%s cannot change while ops are registered; set it before "
+			 "the first registration or in USFT_OPTIONS", d->name);
 		return -EBUSY;
+	}
 	WRITE_ONCE(*d->val, v);
 	return 0;
 }
@@ -117,17 +173,19 @@ int usft_options_parse(const char *s)
 		const char *end = strchr(s, ',');
 		const char *eq;
 		size_t len = end ? (size_t)(end - s) : strlen(s);
+		char why[256];
 		int ret;
 
 		eq = memchr(s, '=', len);
 		if (len) {
 			if (!eq)
-				ret = set_option(s, len, "1", 1, true);
+				ret = set_option(s, len, "1", 1, true, why, sizeof(why));
 			else
-				ret = set_option(s, eq - s, eq + 1, len - (eq - s) - 1, true);
+				ret = set_option(s, eq - s, eq + 1, len - (eq - s) - 1, true, why,
+						 sizeof(why));
 			if (ret) {
-				pr_warn("usft: USFT_OPTIONS: bad option '%.*s' (%s)\n", (int)len, s,
-					ret == -ENOENT ? "unknown name" : "bad value");
+				pr_warn("usft: USFT_OPTIONS: bad option '%.*s' ignored: %s\n",
+					(int)len, s, why);
 				if (!first)
 					first = ret;
 			}
@@ -139,6 +197,7 @@ int usft_options_parse(const char *s)
 
 USFT_API int usft_set_option(const char *name, const char *value)
 {
+	char why[256];
 	int ret;
 
 	if (!name || !value)
@@ -147,8 +206,10 @@ USFT_API int usft_set_option(const char *name, const char *value)
 	if (ret)
 		return usft_err(ret);
 	pthread_mutex_lock(&ftrace_lock);
-	ret = set_option(name, strlen(name), value, strlen(value), false);
+	ret = set_option(name, strlen(name), value, strlen(value), false, why, sizeof(why));
 	pthread_mutex_unlock(&ftrace_lock);
+	if (ret)
+		pr_warn("usft: usft_set_option(\"%s\", \"%s\"): %s\n", name, value, why);
 	return usft_err(ret);
 }
 
