@@ -297,6 +297,15 @@ static __always_inline void usft_span_exit(void)
 		usft_task.gen++;
 #endif
 }
+/* is this thread inside a callback or trampoline (a tasks-RCU span)? */
+static __always_inline bool usft_span_inside(void)
+{
+#if defined(__x86_64__)
+	return READ_ONCE(usft_task.span_in) != READ_ONCE(usft_task.span_out);
+#else
+	return READ_ONCE(usft_task.nest) != 0;
+#endif
+}
 void usft_task_register(void);
 void usft_tasks_init(void);
 void synchronize_rcu_tasks(void);

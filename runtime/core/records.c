@@ -29,15 +29,47 @@ struct usft_object *usft_objects;
  */
 pthread_rwlock_t usft_objects_lock = PTHREAD_RWLOCK_INITIALIZER;
 
-/* pick up newly loaded objects if nobody is updating right now */
+static unsigned long long seen_adds, seen_subs;
+
+static int phdr_counters(struct dl_phdr_info *info, size_t size, void *data)
+{
+	unsigned long long *c = data;
+
+	(void)size;
+	c[0] = info->dlpi_adds;
+	c[1] = info->dlpi_subs;
+	return 1;
+}
+
+/* were objects loaded or unloaded since the last ftrace_records_sync()? */
+static bool objects_changed(void)
+{
+	unsigned long long c[2] = { 0, 0 };
+
+	dl_iterate_phdr(phdr_counters, c);
+	return c[0] != __atomic_load_n(&seen_adds, __ATOMIC_ACQUIRE) ||
+	       c[1] != __atomic_load_n(&seen_subs, __ATOMIC_ACQUIRE);
+}
+
+/*
+ * Pick up objects loaded since the last pass before a lookup: a function
+ * that is loaded is a site, every time (the kernel adds a module's records
+ * before its code can run).  When another thread holds ftrace_lock and
+ * something was loaded, wait for it; but never inside a callback, whose
+ * thread an unregister holding ftrace_lock may be waiting for in a grace
+ * period (docs/reliability.md: there, an object dlopen()ed while another
+ * thread updates may be seen one call late).
+ */
 static void try_sync(void)
 {
-	if (pthread_mutex_trylock(&ftrace_lock) == 0) {
-		ftrace_records_sync();
-		pthread_mutex_unlock(&ftrace_lock);
+	if (pthread_mutex_trylock(&ftrace_lock) != 0) {
+		if (usft_span_inside() || !objects_changed())
+			return;
+		pthread_mutex_lock(&ftrace_lock);
 	}
+	ftrace_records_sync();
+	pthread_mutex_unlock(&ftrace_lock);
 }
-static unsigned long long seen_adds, seen_subs;
 static unsigned long nr_records;
 
 unsigned long ftrace_nr_records(void)
@@ -526,8 +558,6 @@ int ftrace_records_sync(void)
 		ret = scan.err;
 		goto out;
 	}
-	seen_adds = scan.adds;
-	seen_subs = scan.subs;
 	for (obj = usft_objects; obj; obj = obj->next)
 		obj->seen = false;
 	for (size_t i = 0; i < scan.nr; i++) {
@@ -581,6 +611,11 @@ int ftrace_records_sync(void)
 		usft_counters.nr_sites = nr_records;
 		if (obj->nr_recs)
 			ftrace_object_enable(obj);
+	}
+	if (!ret && !ftrace_disabled) {
+		/* only now: try_sync() trusts them to mean "every object is in" */
+		__atomic_store_n(&seen_adds, scan.adds, __ATOMIC_RELEASE);
+		__atomic_store_n(&seen_subs, scan.subs, __ATOMIC_RELEASE);
 	}
 out:
 	for (size_t i = 0; i < scan.nr; i++)
