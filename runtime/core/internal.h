@@ -230,9 +230,9 @@ struct usft_task {
 	unsigned long nest;
 	unsigned long gen;
 	unsigned long recursion;	/* trace_recursion bits */
-	int state;			/* 0 unknown, 1 registering, 2 registered, 3 untracked */
+	int state;			/* 0 unknown, 1 registering, 2 registered */
 	int sig_depth;			/* nested signal handlers (context level) */
-	int slot;
+	int slot;			/* unused */
 	int in_tramp_prog;		/* inside a trampoline callback (bpf_jit.c) */
 	/*
 	 * Trampoline images whose original function this thread is inside
@@ -259,6 +259,14 @@ struct usft_task {
 	unsigned long span_in;
 	unsigned long span_out;
 	unsigned long span_gen;
+	/*
+	 * The tasks registry (rcu_tasks.c): a new thread pushes itself on a
+	 * lock-free stack (@incoming), grace periods move it to the list
+	 * (@reg_next/@reg_prev, under the registry lock).  Not read by assembly.
+	 */
+	struct usft_task *incoming;
+	struct usft_task *reg_next, *reg_prev;
+	bool listed;
 };
 #define USFT_ORIG_MAX		16
 #define USFT_TASK_NEST		0

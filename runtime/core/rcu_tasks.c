@@ -7,9 +7,12 @@
  * asked to register with liburcu.  Instead the entry code of every caller
  * and trampoline increments usft_task.nest (initial-exec TLS, one
  * instruction) and the exit code decrements it, bumping usft_task.gen when it
- * drops to zero.  A thread registers its usft_task in a fixed slot table the
- * first time it enters (lock-free: one CAS; no allocation) and leaves it at
- * thread exit through a pthread key destructor.
+ * drops to zero.  A thread registers its usft_task the first time it enters
+ * (lock-free: one CAS pushes it on a stack of new threads; no allocation,
+ * the links live in the thread's own usft_task, so there is no limit on
+ * threads) and leaves at thread exit through a pthread key destructor.
+ * Grace periods, under the registry lock, first move the new threads to
+ * the registry list, then walk it.
  *
  * A grace period: a process-wide memory barrier (membarrier), then for every
  * registered thread wait until it is seen outside (nest == 0) or has left
@@ -46,8 +49,16 @@ _Static_assert(offsetof(struct usft_task, nest) == USFT_TASK_NEST &&
 	       offsetof(struct usft_task, span_gen) == USFT_TASK_SPAN_GEN,
 	       "assembly offsets of struct usft_task");
 
-#define USFT_MAX_TASKS 4096
-static struct usft_task *usft_tasks[USFT_MAX_TASKS];
+/*
+ * tasks_incoming: threads that registered since the last drain (pushed by
+ * usft_task_register(), taken whole by tasks_drain_incoming()).
+ * tasks_list: every other registered thread, a circular list through
+ * reg_next/reg_prev with tasks_list as its head; changed and walked only
+ * under usft_tasks_lock, which a thread's exit takes before its usft_task
+ * goes away.
+ */
+static struct usft_task *tasks_incoming;
+static struct usft_task tasks_list = { .reg_next = &tasks_list, .reg_prev = &tasks_list };
 static pthread_mutex_t usft_tasks_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_key_t usft_task_key;
 static int usft_membarrier_ok;
@@ -64,49 +75,69 @@ unsigned long usft_task_tpoff(void)
 	return (unsigned long)&usft_task - fs;
 }
 
+static void tasks_list_add(struct usft_task *t)
+{
+	t->reg_next = tasks_list.reg_next;
+	t->reg_prev = &tasks_list;
+	tasks_list.reg_next->reg_prev = t;
+	tasks_list.reg_next = t;
+	t->listed = true;
+}
+
+/* Move the threads registered since the last drain to the list.  Lock held. */
+static void tasks_drain_incoming(void)
+{
+	struct usft_task *t = __atomic_exchange_n(&tasks_incoming, NULL, __ATOMIC_ACQUIRE);
+
+	while (t) {
+		struct usft_task *next = t->incoming;
+
+		tasks_list_add(t);
+		t = next;
+	}
+}
+
+#define for_each_usft_task(t) \
+	for (t = tasks_list.reg_next; t != &tasks_list; t = t->reg_next)
+
 static void usft_task_exit(void *p)
 {
 	struct usft_task *t = p;
 
 	pthread_mutex_lock(&usft_tasks_lock);
-	if (t->slot >= 0 && t->slot < USFT_MAX_TASKS && usft_tasks[t->slot] == t)
-		usft_tasks[t->slot] = NULL;
+	if (!t->listed)
+		tasks_drain_incoming();	/* its push is done: this moves it too */
+	if (t->listed) {
+		t->reg_prev->reg_next = t->reg_next;
+		t->reg_next->reg_prev = t->reg_prev;
+		t->reg_next = t->reg_prev = NULL;
+		t->listed = false;
+	}
 	t->state = 0;
 	pthread_mutex_unlock(&usft_tasks_lock);
 }
 
 /*
  * Called from the entry code of callers/trampolines when state == 0.  Must
- * not allocate, lock or make syscalls: a CAS into the slot table and a
- * pthread_setspecific() of a key created at init (below the first-level key
- * limit, which glibc serves from the thread descriptor without allocating).
+ * not allocate, lock or make syscalls: a CAS onto the stack of new threads
+ * and a pthread_setspecific() of a key created at init (below the
+ * first-level key limit, which glibc serves from the thread descriptor
+ * without allocating).  Nothing can run out: every thread is tracked.
  */
 void usft_task_register(void)
 {
-	struct usft_task *t = &usft_task;
-	static unsigned int hint;
-	unsigned int start, i;
+	struct usft_task *t = &usft_task, *head;
 
 	if (t->state != 0)
 		return;
 	t->state = 1;
-	start = __atomic_fetch_add(&hint, 1, __ATOMIC_RELAXED);
-	for (i = 0; i < USFT_MAX_TASKS; i++) {
-		unsigned int s = (start + i) % USFT_MAX_TASKS;
-		struct usft_task *expected = NULL;
-
-		if (READ_ONCE(usft_tasks[s]))
-			continue;
-		if (__atomic_compare_exchange_n(&usft_tasks[s], &expected, t, false,
-						__ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
-			t->slot = (int)s;
-			pthread_setspecific(usft_task_key, t);
-			smp_store_release(&t->state, 2);
-			return;
-		}
-	}
-	t->slot = -1;
-	t->state = 3;	/* table full: this thread is not tracked */
+	head = __atomic_load_n(&tasks_incoming, __ATOMIC_RELAXED);
+	do {
+		t->incoming = head;
+	} while (!__atomic_compare_exchange_n(&tasks_incoming, &head, t, true, __ATOMIC_SEQ_CST,
+					      __ATOMIC_RELAXED));
+	pthread_setspecific(usft_task_key, t);
+	smp_store_release(&t->state, 2);
 }
 
 static void usft_tasks_atfork_child(void)
@@ -115,9 +146,10 @@ static void usft_tasks_atfork_child(void)
 
 	/* Only the forking thread exists in the child. */
 	pthread_mutex_init(&usft_tasks_lock, NULL);
-	memset(usft_tasks, 0, sizeof(usft_tasks));
-	if (t->state == 2 && t->slot >= 0)
-		usft_tasks[t->slot] = t;
+	tasks_incoming = NULL;
+	tasks_list.reg_next = tasks_list.reg_prev = &tasks_list;
+	if (t->state == 2)
+		tasks_list_add(t);
 	else
 		t->state = 0;
 }
@@ -165,19 +197,19 @@ static void backoff(unsigned int *n)
 
 void synchronize_rcu_tasks(void)
 {
-	struct usft_task *self = &usft_task;
-	unsigned int i, spins;
+	struct usft_task *self = &usft_task, *t;
+	unsigned int spins;
 	int saved = errno;
 
 	usft_count(nr_grace_periods);
 	tasks_membarrier();
 	pthread_mutex_lock(&usft_tasks_lock);
-	for (i = 0; i < USFT_MAX_TASKS; i++) {
-		struct usft_task *t = READ_ONCE(usft_tasks[i]);
+	tasks_drain_incoming();
+	for_each_usft_task(t) {
 		unsigned long gen0, sgen0;
 		bool out_nest, out_span;
 
-		if (!t || t == self)
+		if (t == self)
 			continue;
 		gen0 = READ_ONCE(t->gen);
 		sgen0 = READ_ONCE(t->span_gen);
@@ -204,15 +236,16 @@ void synchronize_rcu_tasks(void)
 
 bool usft_tasks_in_original(unsigned long im)
 {
+	struct usft_task *t;
 	bool busy = false;
 
 	pthread_mutex_lock(&usft_tasks_lock);
-	for (unsigned int i = 0; i < USFT_MAX_TASKS && !busy; i++) {
-		struct usft_task *t = READ_ONCE(usft_tasks[i]);
+	tasks_drain_incoming();
+	for_each_usft_task(t) {
 		unsigned long d;
 
-		if (!t)
-			continue;
+		if (busy)
+			break;
 		d = READ_ONCE(t->orig_depth);
 		if (d > USFT_ORIG_MAX)
 			busy = true;	/* too deep to know: assume so */
