@@ -216,7 +216,7 @@ static void print_summary(const char *file, const char *prog)
 	struct usft_trace t;
 	int r = usft_trace_read(file, &t, false);
 
-	if (r == -EINVAL || (!r && !t.nsess)) {
+	if (r == -EINVAL || r == -ENODATA || (!r && !t.nsess)) {
 		fprintf(stderr, "usft: nothing recorded: %s has no patchable functions "
 			"(build it with the patch flags)\n", prog);
 		if (!r)
@@ -486,6 +486,12 @@ static int cmd_report(int argc, char **argv)
 	if (strcmp(format, "text") && strcmp(format, "json"))
 		return usft_usage_error("report", "unknown format '%s' (text, json)", format);
 	r = usft_trace_read(input, &t, true);
+	if (r == -ENODATA) {
+		fprintf(stderr, "usft: %s is empty: nothing was recorded in it (a program without "
+			"patchable functions, or a recording that failed: see what `usft record` "
+			"printed)\n", input);
+		return USFT_EXIT_FAIL;
+	}
 	if (r) {
 		fprintf(stderr, "usft: %s: %s\n", input,
 			r == -EINVAL ? "not a usft trace file" : strerror(-r));

@@ -52,17 +52,40 @@ static void json_ts(FILE *out, uint64_t ns)
 struct jthread {
 	int pid;
 	uint32_t tid;
-	uint16_t sess;
+	uint32_t sess;
 	unsigned int depth;		/* open B events */
-	uint64_t ip[EV_DEPTH_MAX + 1];
-	unsigned int d[EV_DEPTH_MAX + 1];	/* event depth of each open frame */
+	unsigned int cap;		/* of ip[] and d[], grown as frames open */
+	uint64_t *ip;
+	unsigned int *d;		/* event depth of each open frame */
 	uint64_t last_ts;
 	struct jthread *next;
 };
 
+static bool jt_push(struct jthread *j, uint64_t ip, unsigned int depth)
+{
+	if (j->depth == j->cap) {
+		unsigned int cap = j->cap ? j->cap * 2 : 16;
+		uint64_t *a = realloc(j->ip, cap * sizeof(*a));
+		unsigned int *b;
+
+		if (a)
+			j->ip = a;
+		b = a ? realloc(j->d, cap * sizeof(*b)) : NULL;
+		if (!b)
+			return false;
+		j->d = b;
+		j->cap = cap;
+	}
+	j->ip[j->depth] = ip;
+	j->d[j->depth] = depth;
+	j->depth++;
+	return true;
+}
+
 static struct jthread *jt_get(struct jthread **tab, size_t nb, int pid, uint32_t tid)
 {
-	size_t h = ((size_t)tid * 31 + (size_t)pid) % nb;
+	size_t h = (size_t)((((uint64_t)tid * 0x9e3779b97f4a7c15ULL) ^
+			     ((uint64_t)(uint32_t)pid * 0xc2b2ae3d27d4eb4fULL)) >> 17) & (nb - 1);
 	struct jthread *j;
 
 	for (j = tab[h]; j; j = j->next)
@@ -101,11 +124,16 @@ static void close_open(FILE *out, bool *first, struct usft_trace *t, struct jthr
 
 int usft_print_json(FILE *out, struct usft_trace *t, unsigned int flags)
 {
-	const size_t nb = 1024;
-	struct jthread **tab = calloc(nb, sizeof(*tab));
 	const char *tracer = usft_trace_tracer(t);
+	struct jthread **tab;
 	bool first = true;
+	size_t nb = 1024, nthreads = t->nsess;
 
+	for (size_t i = 0; i < t->nsess; i++)
+		nthreads += t->sess[i].ntasks;
+	while (nb < nthreads && nb < ((size_t)1 << 24))
+		nb *= 2;
+	tab = calloc(nb, sizeof(*tab));
 	if (!tab)
 		return -1;
 	usft_trace_sort(t);
@@ -148,15 +176,12 @@ int usft_print_json(FILE *out, struct usft_trace *t, unsigned int flags)
 			fputs("}}", out);
 			break;
 		case EV_GRAPH_ENT:
-			if (j->depth > EV_DEPTH_MAX)
+			if (j->depth > EV_DEPTH_MAX || !jt_push(j, ip, depth))
 				break;
 			ev_head(out, &first, "B", t, e->sess, e->tid, e->ts);
 			fputs(",\"cat\":\"function_graph\",\"name\":", out);
 			json_name(out, t, e->sess, ip);
 			fputs("}", out);
-			j->ip[j->depth] = ip;
-			j->d[j->depth] = depth;
-			j->depth++;
 			break;
 		case EV_GRAPH_RET:
 		case EV_GRAPH_GONE:
@@ -215,6 +240,8 @@ int usft_print_json(FILE *out, struct usft_trace *t, unsigned int flags)
 		while (tab[h]) {
 			struct jthread *n = tab[h]->next;
 
+			free(tab[h]->ip);
+			free(tab[h]->d);
 			free(tab[h]);
 			tab[h] = n;
 		}

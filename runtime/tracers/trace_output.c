@@ -160,18 +160,36 @@ static void print_dur(FILE *out, uint64_t d, bool have)
 	fprintf(out, "%c %s|  ", find_mark(d), buf);
 }
 
-/* per thread: open entries by depth */
+/* per thread: open entries by depth (grown to the deepest depth seen) */
 struct gthread {
 	uint32_t tid;
-	uint16_t sess;
-	uint64_t ip[EV_DEPTH_MAX + 1];
-	uint64_t ts[EV_DEPTH_MAX + 1];
+	uint32_t sess;
+	unsigned int cap;
+	uint64_t *ip, *ts;
 	struct gthread *next;
 };
 
-static struct gthread *gthread_get(struct gthread **tab, size_t nb, uint16_t sess, uint32_t tid)
+/* hash buckets for per-thread state: about one per thread the file names */
+static size_t thread_buckets(const struct usft_trace *t)
 {
-	size_t h = ((size_t)tid * 31 + sess) % nb;
+	size_t n = t->nsess, nb = 1024;
+
+	for (size_t i = 0; i < t->nsess; i++)
+		n += t->sess[i].ntasks;
+	while (nb < n && nb < ((size_t)1 << 24))
+		nb *= 2;
+	return nb;
+}
+
+static size_t thread_hash(uint32_t sess, uint32_t tid, size_t nb)
+{
+	return (size_t)(((tid * 0x9e3779b97f4a7c15ULL) ^ (sess * 0xc2b2ae3d27d4eb4fULL)) >> 17) &
+	       (nb - 1);
+}
+
+static struct gthread *gthread_get(struct gthread **tab, size_t nb, uint32_t sess, uint32_t tid)
+{
+	size_t h = thread_hash(sess, tid, nb);
 	struct gthread *g;
 
 	for (g = tab[h]; g; g = g->next)
@@ -187,12 +205,34 @@ static struct gthread *gthread_get(struct gthread **tab, size_t nb, uint16_t ses
 	return g;
 }
 
+/* room for @depth; Return: false when out of memory */
+static bool gthread_reserve(struct gthread *g, unsigned int depth)
+{
+	unsigned int cap = g->cap ? g->cap : 16;
+	uint64_t *ip, *ts;
+
+	if (depth < g->cap)
+		return true;
+	while (cap <= depth)
+		cap *= 2;
+	ip = realloc(g->ip, cap * sizeof(*ip));
+	if (ip)
+		g->ip = ip;
+	ts = ip ? realloc(g->ts, cap * sizeof(*ts)) : NULL;
+	if (!ts)
+		return false;
+	g->ts = ts;
+	memset(g->ip + g->cap, 0, (cap - g->cap) * sizeof(*ip));
+	g->cap = cap;
+	return true;
+}
+
 /* index of the next event of the same thread, or SIZE_MAX */
 static size_t *next_same_thread(struct usft_trace *t)
 {
 	size_t *next = malloc(t->nev * sizeof(size_t) + 1);
-	struct last { uint32_t tid; uint16_t sess; size_t idx; struct last *n; } **tab;
-	size_t nb = 4096;
+	struct last { uint32_t tid; uint32_t sess; size_t idx; struct last *n; } **tab;
+	size_t nb = thread_buckets(t);
 
 	if (!next)
 		return NULL;
@@ -203,7 +243,7 @@ static size_t *next_same_thread(struct usft_trace *t)
 	}
 	for (size_t i = t->nev; i-- > 0;) {
 		const struct usft_revent *e = &t->ev[i];
-		size_t h = ((size_t)e->tid * 31 + e->sess) % nb;
+		size_t h = thread_hash(e->sess, e->tid, nb);
 		struct last *l;
 
 		for (l = tab[h]; l; l = l->n)
@@ -235,14 +275,13 @@ static size_t *next_same_thread(struct usft_trace *t)
 
 static void print_graph(FILE *out, struct usft_trace *t, unsigned int flags)
 {
-	const size_t nb = 1024;
+	const size_t nb = thread_buckets(t);
 	struct gthread **tab = calloc(nb, sizeof(*tab));
 	size_t *next = next_same_thread(t);
 	unsigned char *done = calloc(t->nev + 1, 1);
 	int cw = cpu_width(t);
 	bool have_prev = false;
-	uint32_t prev_tid = 0;
-	uint16_t prev_sess = 0;
+	uint32_t prev_tid = 0, prev_sess = 0;
 	char nb1[32];
 
 	if (!tab || !next || !done)
@@ -296,14 +335,16 @@ static void print_graph(FILE *out, struct usft_trace *t, unsigned int flags)
 				done[n] = 1;
 				continue;
 			}
-			g->ip[depth] = ip;
-			g->ts[depth] = e->ts;
+			if (gthread_reserve(g, depth)) {
+				g->ip[depth] = ip;
+				g->ts[depth] = e->ts;
+			}
 			print_dur(out, 0, false);
 			fprintf(out, "%*s%s() {\n", depth * GRAPH_INDENT, "", name);
 			continue;
 		}
 		/* a return: its entry may be gone (lost, or made before a fork) */
-		if (g->ip[depth] == ip) {
+		if (depth < g->cap && g->ip[depth] == ip) {
 			print_dur(out, e->ts - g->ts[depth], true);
 			g->ip[depth] = 0;
 		} else {
@@ -318,6 +359,8 @@ out:
 			while (tab[i]) {
 				struct gthread *n = tab[i]->next;
 
+				free(tab[i]->ip);
+				free(tab[i]->ts);
 				free(tab[i]);
 				tab[i] = n;
 			}
@@ -363,12 +406,13 @@ static void print_profile(FILE *out, struct usft_trace *t, unsigned int flags)
 
 				/* sample variance, ns^2 -> reported in us^2 as the kernel */
 				var = (n * p->time_sq - sum * sum) / (n * (n - 1)) / 1000.0;
-				if (var < 0)
-					var = 0;
+				if (!(var >= 0))
+					var = 0;	/* negative, or NaN from a hostile file */
 			}
 			usft_format_duration(tbuf, sizeof(tbuf), p->time_ns);
 			usft_format_duration(abuf, sizeof(abuf), avg);
-			usft_format_duration(sbuf, sizeof(sbuf), (uint64_t)var);
+			usft_format_duration(sbuf, sizeof(sbuf),
+					     var < 0x1p64 ? (uint64_t)var : UINT64_MAX);
 			fprintf(out, "  %-30s  %10" PRIu64 "    %s    %s    %s\n",
 				p->name ? p->name : (snprintf(name, sizeof(name), "0x%" PRIx64, p->addr), name),
 				p->hits, tbuf, abuf, sbuf);

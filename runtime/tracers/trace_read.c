@@ -2,13 +2,16 @@
 /*
  * tracers/trace_read.c - parse a trace file (trace_format.h) into sessions,
  * names and events.  Untrusted input: every size is checked against what is
- * left; a chunk cut short at the end of the file (a process that died while
- * writing) ends the read with t->truncated set.
+ * left (a chunk larger than the rest of the file is a cut chunk, never an
+ * allocation); a chunk cut short at the end of the file (a process killed
+ * while writing, or a full disk) ends the read with t->truncated set.
+ * Fuzzed: tests/fuzz/fuzz_trace.c.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "trace_read.h"
 
@@ -100,11 +103,16 @@ static void parse_session(struct usft_rsession *s, const char *text, size_t len)
 static struct usft_rsession *new_session(struct usft_trace *t, int pid)
 {
 	struct usft_rsession *s;
-	void *p = realloc(t->sess, (t->nsess + 1) * sizeof(*t->sess));
 
-	if (!p)
-		return NULL;
-	t->sess = p;
+	if (t->nsess == t->sesscap) {
+		size_t cap = t->sesscap ? t->sesscap * 2 : 16;
+		void *p = realloc(t->sess, cap * sizeof(*t->sess));
+
+		if (!p)
+			return NULL;
+		t->sess = p;
+		t->sesscap = cap;
+	}
 	s = &t->sess[t->nsess++];
 	memset(s, 0, sizeof(*s));
 	s->pid = pid;
@@ -112,12 +120,62 @@ static struct usft_rsession *new_session(struct usft_trace *t, int pid)
 	return s;
 }
 
-static int find_session(struct usft_trace *t, int pid)
+/*
+ * pid -> its latest session (a pid's chunks up to its next SESSION belong
+ * to it): open addressing, so 10^5 processes read in linear time.
+ */
+struct pid_map {
+	uint32_t *pid;
+	uint32_t *sess;		/* index + 1; 0: empty */
+	size_t cap, n;
+};
+
+static size_t pid_slot(const struct pid_map *m, uint32_t pid)
 {
-	for (size_t i = t->nsess; i > 0; i--)
-		if (t->sess[i - 1].pid == pid)
-			return (int)(i - 1);
-	return -1;
+	size_t i = (size_t)((pid * 0x9e3779b97f4a7c15ULL) >> 20) & (m->cap - 1);
+
+	while (m->sess[i] && m->pid[i] != pid)
+		i = (i + 1) & (m->cap - 1);
+	return i;
+}
+
+static int pid_map_set(struct pid_map *m, uint32_t pid, size_t sess)
+{
+	size_t i;
+
+	if ((m->n + 1) * 2 > m->cap) {
+		struct pid_map n = { .cap = m->cap ? m->cap * 2 : 256 };
+
+		n.pid = calloc(n.cap, sizeof(*n.pid));
+		n.sess = calloc(n.cap, sizeof(*n.sess));
+		if (!n.pid || !n.sess) {
+			free(n.pid);
+			free(n.sess);
+			return -ENOMEM;
+		}
+		for (size_t k = 0; k < m->cap; k++) {
+			if (!m->sess[k])
+				continue;
+			i = pid_slot(&n, m->pid[k]);
+			n.pid[i] = m->pid[k];
+			n.sess[i] = m->sess[k];
+		}
+		n.n = m->n;
+		free(m->pid);
+		free(m->sess);
+		*m = n;
+	}
+	i = pid_slot(m, pid);
+	if (!m->sess[i])
+		m->n++;
+	m->pid[i] = pid;
+	m->sess[i] = (uint32_t)sess + 1;
+	return 0;
+}
+
+static int find_session(const struct pid_map *m, uint32_t pid)
+{
+	return m->cap ? (int)m->sess[pid_slot(m, pid)] - 1 : -1;
 }
 
 static void add_sym(struct usft_rsession *s, uint64_t addr, uint64_t off, const char *name,
@@ -155,7 +213,7 @@ static void parse_syms(struct usft_rsession *s, const char *buf, size_t len)
 
 static void parse_profile(struct usft_rsession *s, const char *buf, size_t len)
 {
-	size_t off = 0;
+	size_t off = 0, cap = 0;
 
 	/* a later snapshot replaces an earlier one */
 	for (size_t i = 0; i < s->nprof; i++)
@@ -166,16 +224,18 @@ static void parse_profile(struct usft_rsession *s, const char *buf, size_t len)
 	while (off + sizeof(struct usft_prof_rec) <= len) {
 		struct usft_prof_rec r;
 		size_t rec;
-		void *p;
 
 		memcpy(&r, buf + off, sizeof(r));
 		rec = sizeof(r) + (((size_t)r.namelen + 8) & ~7UL);
 		if (r.namelen > 65536 || off + rec > len)
 			return;
-		p = realloc(s->prof, (s->nprof + 1) * sizeof(*s->prof));
-		if (!p)
-			return;
-		s->prof = p;
+		if (s->nprof == cap) {
+			void *p = realloc(s->prof, (cap = cap ? cap * 2 : 64) * sizeof(*s->prof));
+
+			if (!p)
+				return;
+			s->prof = p;
+		}
 		s->prof[s->nprof++] = (struct usft_rprof){
 			r.addr, r.hits, r.time_ns, r.time_sq,
 			r.namelen ? dupn(buf + off + sizeof(r), r.namelen) : NULL };
@@ -183,28 +243,49 @@ static void parse_profile(struct usft_rsession *s, const char *buf, size_t len)
 	}
 }
 
-static void set_task(struct usft_rsession *s, int tid, const char *comm)
+/* appended in file order; sorted by tid (the last name kept) at the end of the read */
+static void add_task(struct usft_rsession *s, int tid, const char *comm, size_t len)
 {
-	size_t i;
+	struct usft_rtask *k;
 
-	for (i = 0; i < s->ntasks; i++)
-		if (s->tasks[i].tid == tid)
-			break;
-	if (i == s->ntasks) {
-		if (s->ntasks == s->taskcap) {
-			size_t cap = s->taskcap ? s->taskcap * 2 : 16;
-			void *p = realloc(s->tasks, cap * sizeof(*s->tasks));
+	if (s->ntasks == s->taskcap) {
+		size_t cap = s->taskcap ? s->taskcap * 2 : 16;
+		void *p = realloc(s->tasks, cap * sizeof(*s->tasks));
 
-			if (!p)
-				return;
-			s->tasks = p;
-			s->taskcap = cap;
-		}
-		s->ntasks++;
+		if (!p)
+			return;
+		s->tasks = p;
+		s->taskcap = cap;
 	}
-	s->tasks[i].tid = tid;
-	memcpy(s->tasks[i].comm, comm, 15);
-	s->tasks[i].comm[15] = 0;
+	k = &s->tasks[s->ntasks];
+	memset(k, 0, sizeof(*k));
+	k->tid = tid;
+	k->seq = (uint32_t)s->ntasks++;
+	memcpy(k->comm, comm, len < 15 ? len : 15);
+}
+
+static int task_cmp(const void *a, const void *b)
+{
+	const struct usft_rtask *x = a, *y = b;
+
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static void finish_tasks(struct usft_rsession *s)
+{
+	size_t n = 0;
+
+	if (!s->ntasks)
+		return;
+	qsort(s->tasks, s->ntasks, sizeof(*s->tasks), task_cmp);
+	for (size_t i = 0; i < s->ntasks; i++) {
+		if (n && s->tasks[n - 1].tid == s->tasks[i].tid)
+			n--;	/* a later name of the same thread */
+		s->tasks[n++] = s->tasks[i];
+	}
+	s->ntasks = n;
 }
 
 static struct usft_revent *push_event(struct usft_trace *t)
@@ -238,7 +319,7 @@ static void parse_events(struct usft_trace *t, int si, int tid, uint64_t lost,
 
 				*e = (struct usft_revent){ .ts = ts, .w1 = (uint64_t)EV_LOST << EV_TYPE_SHIFT,
 					.aux = lost, .tid = (uint32_t)tid, .seq = (uint32_t)t->nev,
-					.sess = (uint16_t)si, .cpu = 0 };
+					.sess = (uint32_t)si, .cpu = 0 };
 			}
 		}
 	}
@@ -261,7 +342,7 @@ static void parse_events(struct usft_trace *t, int si, int tid, uint64_t lost,
 			e->aux = n == 3 ? w[i + 2] : 0;
 			e->tid = (uint32_t)tid;
 			e->seq = (uint32_t)t->nev;
-			e->sess = (uint16_t)si;
+			e->sess = (uint32_t)si;
 			if (type == EV_GRAPH_LEAF || type == EV_GRAPH_LEAF_GONE) {
 				/* a leaf is an entry and a return: the readers see both */
 				struct usft_revent *r = push_event(t);
@@ -289,17 +370,24 @@ static void parse_events(struct usft_trace *t, int si, int tid, uint64_t lost,
 	}
 }
 
-int usft_trace_read(const char *path, struct usft_trace *t, bool load_events)
+int usft_trace_read_fd(int fd, struct usft_trace *t, bool load_events)
 {
 	struct usft_chunk_hdr h;
+	struct pid_map pids = { 0 };
+	struct stat st;
 	char *buf = NULL;
+	uint64_t left = UINT64_MAX;	/* bytes after the current header */
 	size_t cap = 0;
-	int fd, ret = 0, chunks = 0;
+	int ret = 0, chunks = 0;
+	bool any = false;
 
 	memset(t, 0, sizeof(*t));
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
+	/* a size larger than what the file holds is a cut chunk, not an allocation */
+	if (!fstat(fd, &st) && S_ISREG(st.st_mode)) {
+		off_t pos = lseek(fd, 0, SEEK_CUR);
+
+		left = pos >= 0 && st.st_size >= pos ? (uint64_t)(st.st_size - pos) : 0;
+	}
 	for (;;) {
 		int r = read_full(fd, &h, sizeof(h));
 		int si;
@@ -310,6 +398,9 @@ int usft_trace_read(const char *path, struct usft_trace *t, bool load_events)
 			ret = r;
 			break;
 		}
+		any = true;
+		if (r == 2 && left != UINT64_MAX)
+			left = left >= sizeof(h) ? left - sizeof(h) : 0;
 		if (r == 1 || memcmp(h.magic, USFT_TRACE_MAGIC, 4) || h.version != USFT_TRACE_VERSION ||
 		    h.size > (1ULL << 40)) {
 			if (!chunks)
@@ -318,7 +409,16 @@ int usft_trace_read(const char *path, struct usft_trace *t, bool load_events)
 				t->truncated = true;
 			break;
 		}
-		if (h.size > cap) {
+		if (h.size > left) {
+			/* the file ends inside this chunk */
+			if (!chunks)
+				ret = -EINVAL;
+			else
+				t->truncated = true;
+			break;
+		}
+		if (!buf || h.size > cap) {
+			/* + 8: room for the NUL that ends text payloads */
 			char *p = realloc(buf, h.size + 8);
 
 			if (!p) {
@@ -337,16 +437,21 @@ int usft_trace_read(const char *path, struct usft_trace *t, bool load_events)
 			t->truncated = true;
 			break;
 		}
+		if (left != UINT64_MAX)
+			left -= h.size;
 		chunks++;
 		buf[h.size] = 0;
 		if (h.type == USFT_CHUNK_SESSION) {
 			struct usft_rsession *s = new_session(t, (int)h.pid);
 
-			if (s)
-				parse_session(s, buf, h.size);
+			if (!s || pid_map_set(&pids, h.pid, t->nsess - 1)) {
+				ret = -ENOMEM;
+				break;
+			}
+			parse_session(s, buf, h.size);
 			continue;
 		}
-		si = find_session(t, (int)h.pid);
+		si = find_session(&pids, h.pid);
 		if (si < 0)
 			continue;	/* no SESSION for this pid: nothing to name it with */
 		switch (h.type) {
@@ -355,7 +460,7 @@ int usft_trace_read(const char *path, struct usft_trace *t, bool load_events)
 				     load_events);
 			break;
 		case USFT_CHUNK_TASK:
-			set_task(&t->sess[si], (int)h.tid, buf);
+			add_task(&t->sess[si], (int)h.tid, buf, strnlen(buf, h.size));
 			break;
 		case USFT_CHUNK_SYMS:
 			parse_syms(&t->sess[si], buf, h.size);
@@ -382,9 +487,28 @@ int usft_trace_read(const char *path, struct usft_trace *t, bool load_events)
 		}
 	}
 	free(buf);
-	close(fd);
-	if (ret)
+	free(pids.pid);
+	free(pids.sess);
+	if (!ret && !any)
+		ret = -ENODATA;
+	if (ret) {
 		usft_trace_free(t);
+		return ret;
+	}
+	for (size_t i = 0; i < t->nsess; i++)
+		finish_tasks(&t->sess[i]);
+	return 0;
+}
+
+int usft_trace_read(const char *path, struct usft_trace *t, bool load_events)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC), ret;
+
+	memset(t, 0, sizeof(*t));
+	if (fd < 0)
+		return -errno;
+	ret = usft_trace_read_fd(fd, t, load_events);
+	close(fd);
 	return ret;
 }
 
@@ -450,7 +574,8 @@ const char *usft_trace_sym(struct usft_trace *t, unsigned int sess, uint64_t add
 		return NULL;
 	s = &t->sess[sess];
 	if (!s->syms_sorted) {
-		qsort(s->syms, s->nsyms, sizeof(*s->syms), sym_cmp);
+		if (s->nsyms)
+			qsort(s->syms, s->nsyms, sizeof(*s->syms), sym_cmp);
 		s->syms_sorted = true;
 	}
 	hi = s->nsyms;
@@ -477,9 +602,17 @@ const char *usft_trace_comm(struct usft_trace *t, unsigned int sess, int tid)
 	if (sess >= t->nsess)
 		return "<...>";
 	s = &t->sess[sess];
-	for (size_t i = 0; i < s->ntasks; i++)
-		if (s->tasks[i].tid == tid)
-			return s->tasks[i].comm;
+	/* sorted by tid at the end of the read */
+	for (size_t lo = 0, hi = s->ntasks; lo < hi;) {
+		size_t mid = (lo + hi) / 2;
+
+		if (s->tasks[mid].tid == tid)
+			return s->tasks[mid].comm;
+		if (s->tasks[mid].tid < tid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
 	return s->comm ? s->comm : "<...>";
 }
 

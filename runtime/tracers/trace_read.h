@@ -23,6 +23,7 @@ struct usft_rsym {
 
 struct usft_rtask {
 	int tid;
+	uint32_t seq;		/* order of the TASK chunks (the last name wins) */
 	char comm[16];
 };
 
@@ -58,9 +59,9 @@ struct usft_revent {
 	uint64_t aux;		/* FUNC: parent ip; EV_LOST: count */
 	uint32_t tid;
 	uint32_t seq;		/* file order */
-	uint16_t sess;
+	uint32_t sess;		/* index in usft_trace.sess (a file may hold 10^5 processes) */
 	uint16_t cpu;
-	uint32_t pad;
+	uint16_t pad;
 };
 
 static inline unsigned int usft_rev_type(const struct usft_revent *e)
@@ -80,7 +81,7 @@ static inline unsigned int usft_rev_depth(const struct usft_revent *e)
 
 struct usft_trace {
 	struct usft_rsession *sess;
-	size_t nsess;
+	size_t nsess, sesscap;
 	struct usft_revent *ev;
 	size_t nev, evcap;
 	uint64_t events, lost;	/* totals */
@@ -90,10 +91,14 @@ struct usft_trace {
 
 /**
  * usft_trace_read() - parse @path.  With @load_events false only the
- * counters, sessions, names and profiles are kept.
- * Return: 0, -errno (open/read), -EINVAL (not a usft trace file).
+ * counters, sessions, names and profiles are kept.  Time and memory are
+ * linear in the file's size (pids and tids are hashed or sorted).
+ * Return: 0, -errno (open/read), -EINVAL (not a usft trace file),
+ * -ENODATA (an empty file: nothing was recorded).
  */
 int usft_trace_read(const char *path, struct usft_trace *t, bool load_events);
+/* the same from an open descriptor (read from its current offset) */
+int usft_trace_read_fd(int fd, struct usft_trace *t, bool load_events);
 void usft_trace_free(struct usft_trace *t);
 /* order events by time (stable per thread) */
 void usft_trace_sort(struct usft_trace *t);
