@@ -16,11 +16,13 @@ MAKEFLAGS     += --no-builtin-rules
 
 CMAKE         ?= cmake
 CTEST         ?= ctest
-GENERATOR     ?= Ninja
+# Empty: the presets' generator (Ninja); set to configure with another one.
+GENERATOR     ?=
 PREFIX        ?= /usr/local
-JOBS          ?= 2
-CTEST_TIMEOUT ?= 300
-CTEST_FLAGS   ?= --output-on-failure -j$(JOBS) --timeout $(CTEST_TIMEOUT)
+# Empty: the test presets' values (2 jobs, 300 s per test).
+JOBS          ?=
+CTEST_TIMEOUT ?=
+CTEST_FLAGS   ?= $(if $(JOBS),-j$(JOBS)) $(if $(CTEST_TIMEOUT),--timeout $(CTEST_TIMEOUT))
 # 1: run every test stage and summarise; 0: stop at the first failing stage.
 KEEP_GOING    ?= 1
 # 1: skip the Debian package check (other distributions, prepared images).
@@ -35,93 +37,43 @@ BUILD_DIR := build
 DEMO      := $(BUILD_DIR)/samples/demo/usft-demo
 DEMO_TRACEE := $(BUILD_DIR)/samples/tracee/tracee-nest
 USFT_CLI  := $(BUILD_DIR)/inject/usft
-GEN_FILE  := $(if $(filter Ninja%,$(GENERATOR)),build.ninja,Makefile)
+GEN_FILE  := $(if $(filter-out Ninja%,$(or $(GENERATOR),Ninja)),Makefile,build.ninja)
+GEN_ARG   := $(if $(GENERATOR),-G '$(GENERATOR)')
 
 # ---------------------------------------------------------------------------
-# Test stages.  A stage configures its own build directory (once), builds it
-# and runs ctest there; `make test` runs every stage of TEST_STAGES in order
-# and prints "N passed, M failed" over all of them.  Per stage:
-#   <s>_DIR     build directory
-#   <s>_CMAKE   configure arguments
-#   <s>_CTEST   extra ctest arguments (test selection)
-#   <s>_ENV     VAR=value words put before the configure and ctest commands
-#   <s>_PREREQ  make targets to run first (toolchains, sysroots, ...)
-# To add one, append its name to TEST_STAGES and define those, e.g.
-#   TEST_STAGES  += arm64
-#   arm64_DIR    := build-arm64
-#   arm64_CMAKE  := -DCMAKE_TOOLCHAIN_FILE=<aarch64-qemu.cmake> -DUSFT_WERROR=ON
-#   arm64_CTEST  := -L 'unit|conformance'
-#   arm64_PREREQ := arm64-sysroot
-# Run a subset with `make test TEST_STAGES="native clang"`, one with `make test-asan`.
-TEST_STAGES ?= native asan clang tsan
-
-# native: the main build (also `make build`), every ctest label.
-native_DIR    := $(BUILD_DIR)
-native_CMAKE  := -DCMAKE_BUILD_TYPE=RelWithDebInfo -DUSFT_WERROR=ON
-# Skip list (one reason per entry): the docs label has its own stage (last).
-native_CTEST  := -LE docs
-native_ENV    :=
-native_PREREQ :=
-
-# asan: AddressSanitizer + UBSan (UBSan made fatal), unit and conformance.
-asan_DIR      := build-asan
-asan_CMAKE    := -DCMAKE_BUILD_TYPE=Debug -DUSFT_WERROR=ON \
-	'-DUSFT_SANITIZE=address;undefined' -DUSFT_BUILD_BENCH=OFF
-asan_CTEST    := -L 'unit|conformance'
-asan_ENV      := UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-asan_PREREQ   :=
-
-# clang: the same sources through clang -Werror, unit and conformance.
-clang_DIR     := build-clang
-clang_CMAKE   := -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-	-DUSFT_WERROR=ON -DUSFT_BUILD_BENCH=OFF
-clang_CTEST   := -L 'unit|conformance|fuzz'
-clang_ENV     := CC=clang
-clang_PREREQ  :=
-
-# tsan: ThreadSanitizer over the stress and torture suites; every entry of
-# tests/tsan.supp names the intended race it covers.
-tsan_DIR      := build-tsan
-tsan_CMAKE    := -DCMAKE_BUILD_TYPE=RelWithDebInfo -DUSFT_WERROR=ON \
-	-DUSFT_SANITIZE=thread -DUSFT_BUILD_BENCH=OFF
-tsan_CTEST    := -L 'stress|torture'
-tsan_ENV      := TSAN_OPTIONS=suppressions=$(CURDIR)/tests/tsan.supp:halt_on_error=1:second_deadlock_stack=1:history_size=7
-tsan_PREREQ   :=
-
-# arm64 / arm64-callops: the cross build (Debian's gcc-aarch64-linux-gnu)
-# whose unit and conformance suites run under qemu-user, once per site
-# layout: -fpatchable-function-entry=2 and =4,2 with CALL_OPS literals.
-# scripts/arm64-stage.sh sets the machine up (scripts/setup-arm64.sh), runs
-# ctest with --timeout inside a hard `timeout -s KILL $(ARM64_KILL_TIMEOUT)`
-# and, where qemu cannot run, prints a loud SKIPPED line (a failure under
-# CI=true).  Besides unit and conformance, the arm64 label selects what else
-# runs under qemu (direct samples, trampoline suites, fgraph, bench-smoke).
-TEST_STAGES += arm64 arm64-callops
+# Test stages.  CMakePresets.json is the one definition of every build
+# variant: a stage is its workflow preset of the same name (configure preset:
+# build directory, compiler, build type, sanitizers; test preset: labels,
+# environment, jobs, timeout), so `cmake --workflow --preset asan` outside
+# make runs what `make test-asan` runs.  This file only sequences: a stage
+# configures its directory (once), builds it and runs its test preset;
+# `make test` runs every stage of TEST_STAGES in order and prints
+# "N passed, M failed" over all of them.
+# To add one, add the presets (configure, build, test, workflow) and append
+# its name here.  Run a subset with `make test TEST_STAGES="native clang"`,
+# one with `make test-asan`.
+#   native         build/ (also `make build`), every label but docs
+#   asan clang tsan  build-<stage>/: ASan+UBSan, clang -Werror, ThreadSanitizer
+#   arm64 arm64-callops  the cross builds run under qemu-user, one per site
+#                  layout (=2, and =4,2 with CALL_OPS literals):
+#                  scripts/arm64-stage.sh sets the machine up
+#                  (scripts/setup-arm64.sh), runs ctest inside a hard
+#                  `timeout -s KILL $(ARM64_KILL_TIMEOUT)` and, where qemu
+#                  cannot run, prints a loud SKIPPED line (a failure under CI=true)
+#   docs           the native build's docs label, after the arm64 stages so
+#                  the qemu lab finds its cross build
+TEST_STAGES ?= native asan clang tsan arm64 arm64-callops docs
 ARM64_STAGES := arm64 arm64-callops
 ARM64_KILL_TIMEOUT ?= 900
-arm64_DIR     := build-arm64
-arm64_CMAKE   := -DCMAKE_BUILD_TYPE=RelWithDebInfo -DUSFT_WERROR=ON -DUSFT_BUILD_BENCH=ON
-arm64_CTEST   := -L unit|conformance|arm64|bench-smoke
-arm64-callops_DIR   := build-arm64-callops
-# the second layout: what the instrumented suites need (unit tests are not
-# instrumented: the arm64 stage ran them)
-arm64-callops_CMAKE := $(arm64_CMAKE) -DUSFT_INSTRUMENT_CALL_OPS=ON \
-	-DUSFT_BUILD_SAMPLES=ON -DUSFT_BUILD_INJECT=ON
-arm64-callops_CTEST := -L conformance|arm64|bench-smoke
+ALL_STAGES := native asan clang tsan $(ARM64_STAGES) docs
 
-# docs: every command block of docs/labs/*.md, docs/getting-started.md and
-# README.md run as written (in the native
-# build, after the arm64 stages so the qemu lab finds its cross build), and
-# the man page / --help / options reference agreement.
-TEST_STAGES += docs
-docs_DIR      := $(BUILD_DIR)
-docs_CMAKE    := $(native_CMAKE)
-docs_CTEST    := -L docs
-docs_ENV      :=
-docs_PREREQ   :=
+# $(call stage_preset,<stage>): its configure (and build) preset; docs tests
+# the native build.  $(call stage_dir,<stage>): that preset's binaryDir.
+stage_preset = $(if $(filter docs,$(1)),native,$(1))
+stage_dir = $(if $(filter native,$(call stage_preset,$(1))),$(BUILD_DIR),build-$(call stage_preset,$(1)))
 
-# Build directories of the CMakePresets.json presets (removed by `make clean`).
-PRESET_DIRS := build-dev build-ci-gcc build-ci-clang build-asan build-tsan build-release
+# Build directories of the other presets (removed by `make clean`).
+PRESET_DIRS := build-dev build-release
 
 .PHONY: check-long bench all deps build test demo install clean help
 
@@ -152,34 +104,35 @@ deps:
 	echo "+ DEBIAN_FRONTEND=noninteractive apt-get install -y$$missing"; \
 	DEBIAN_FRONTEND=noninteractive apt-get install -y $$missing </dev/null
 
-# $(call configure_build,<stage>): configure <stage>_DIR when it has no build
-# system yet (cmake --build re-runs cmake itself when CMakeLists change), then build.
+# $(call configure_build,<stage>): configure the stage's directory from its
+# preset when it has no build system yet (cmake --build re-runs cmake itself
+# when CMakeLists change), then build.
 define configure_build
-[ -f $($(1)_DIR)/$(GEN_FILE) ] || $($(1)_ENV) $(CMAKE) -S . -B $($(1)_DIR) -G $(GENERATOR) $($(1)_CMAKE)
-$(CMAKE) --build $($(1)_DIR)
+[ -f $(call stage_dir,$(1))/$(GEN_FILE) ] || $(CMAKE) --preset $(call stage_preset,$(1)) $(GEN_ARG)
+$(CMAKE) --build --preset $(call stage_preset,$(1))
 endef
 
 build: deps
 	$(call configure_build,native)
 
-# test-<stage>: configure + build + ctest of one stage; the ctest output is
-# kept in <dir>/usft-ctest-<stage>.log for the summary of `make test`.
+# test-<stage>: configure + build + the stage's test preset; the ctest output
+# is kept in <dir>/usft-ctest-<stage>.log for the summary of `make test`.
 define stage_rule
 .PHONY: test-$(1)
-test-$(1): deps $$($(1)_PREREQ)
-	rm -f $$($(1)_DIR)/usft-ctest-$(1).log
+test-$(1): deps
+	rm -f $$(call stage_dir,$(1))/usft-ctest-$(1).log
 	$$(call configure_build,$(1))
-	$$($(1)_ENV) $$(CTEST) --test-dir $$($(1)_DIR) $$(CTEST_FLAGS) $$($(1)_CTEST) 2>&1 | tee $$($(1)_DIR)/usft-ctest-$(1).log
+	$$(CTEST) --preset $(1) $$(CTEST_FLAGS) 2>&1 | tee $$(call stage_dir,$(1))/usft-ctest-$(1).log
 endef
-$(foreach s,$(filter-out $(ARM64_STAGES),$(sort native asan clang tsan docs $(TEST_STAGES))),$(eval $(call stage_rule,$(s))))
+$(foreach s,$(filter-out $(ARM64_STAGES),$(sort $(ALL_STAGES) $(TEST_STAGES))),$(eval $(call stage_rule,$(s))))
 
 # the arm64 stages: setup, skip or run, all in scripts/arm64-stage.sh
 define arm64_stage_rule
 .PHONY: test-$(1)
 test-$(1): deps
-	STAGE='$(1)' GENERATOR='$$(GENERATOR)' JOBS='$$(JOBS)' CTEST_TIMEOUT='$$(CTEST_TIMEOUT)' \
-	ARM64_CTEST='$$($(1)_CTEST)' ARM64_KILL_TIMEOUT='$$(ARM64_KILL_TIMEOUT)' \
-	bash scripts/arm64-stage.sh $$($(1)_DIR) $$($(1)_CMAKE)
+	STAGE='$(1)' GENERATOR='$$(GENERATOR)' CTEST_FLAGS='$$(CTEST_FLAGS)' \
+	ARM64_KILL_TIMEOUT='$$(ARM64_KILL_TIMEOUT)' \
+	bash scripts/arm64-stage.sh $(1) $$(call stage_dir,$(1))
 endef
 $(foreach s,$(ARM64_STAGES),$(eval $(call arm64_stage_rule,$(s))))
 
@@ -199,7 +152,7 @@ test: deps
 	done; \
 	passed=0; failed=0; \
 	echo "=== usft test summary"; \
-	for sd in $(foreach s,$(TEST_STAGES),$(s):$($(s)_DIR)); do \
+	for sd in $(foreach s,$(TEST_STAGES),$(s):$(call stage_dir,$(s))); do \
 		s=$${sd%%:*}; d=$${sd#*:}; \
 		case " $$results " in \
 		*" $$s:ok "*) st=ok ;; \
@@ -254,16 +207,17 @@ install: build
 	$(CMAKE) --install $(BUILD_DIR) --prefix $(PREFIX)
 
 clean:
-	rm -rf $(sort $(foreach s,$(TEST_STAGES),$($(s)_DIR)) $(PRESET_DIRS))
+	rm -rf $(sort $(foreach s,$(ALL_STAGES) $(TEST_STAGES),$(call stage_dir,$(s))) $(PRESET_DIRS))
 
 help:
 	@echo 'usft make targets (Debian 12; CMake + Ninja underneath):'
 	@echo '  deps         check the Debian packages; install the missing ones when root,'
 	@echo '               else print the sudo apt-get line and fail'
-	@echo '  build        configure $(BUILD_DIR)/ (RelWithDebInfo, -Werror) once and build it (default)'
+	@echo '  build        configure $(BUILD_DIR)/ (preset native: RelWithDebInfo, -Werror) once and build it (default)'
 	@echo '  test         run the test stages [$(TEST_STAGES)] and print "N passed, M failed"'
-	@echo '  test-STAGE   one stage: $(foreach s,$(TEST_STAGES),$(s)=$($(s)_DIR)/)'
+	@echo '  test-STAGE   one stage: $(foreach s,$(TEST_STAGES),$(s)=$(call stage_dir,$(s))/)'
 	@echo '  demo         build, then run $(DEMO)'
 	@echo '  install      cmake --install $(BUILD_DIR) --prefix $(PREFIX)  (PREFIX=..., DESTDIR=...)'
 	@echo '  clean        rm -rf the stage and preset build directories'
-	@echo 'variables: PREFIX JOBS CTEST_TIMEOUT KEEP_GOING=0|1 TEST_STAGES USFT_SKIP_DEPS=1'
+	@echo '  (the stages are the workflow presets: cmake --list-presets=all)'
+	@echo 'variables: PREFIX JOBS CTEST_TIMEOUT GENERATOR KEEP_GOING=0|1 TEST_STAGES USFT_SKIP_DEPS=1'

@@ -1,31 +1,28 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 #
-# scripts/arm64-stage.sh DIR [CMAKE ARGS...] - one arm64 test stage of
-# `make test`: set up the cross toolchain and qemu-user (setup-arm64.sh),
-# cross-configure DIR with cmake/aarch64-linux-gnu.cmake (once), build, and
-# run ctest there under qemu with a per-test timeout and a hard SIGKILL
-# timeout around the whole run (criterion under qemu can spin forever; see
-# docs/arm64.md).  The ctest output goes to DIR/usft-ctest-$STAGE.log for the
-# summary of `make test`.
+# scripts/arm64-stage.sh PRESET DIR - one arm64 test stage of `make test`:
+# set up the cross toolchain and qemu-user (setup-arm64.sh), configure DIR
+# from the configure preset PRESET of CMakePresets.json (arm64 or
+# arm64-callops: cmake/aarch64-linux-gnu.cmake and the stage's options;
+# DIR is that preset's binaryDir), build, and run its test preset under qemu
+# inside a hard SIGKILL timeout around the whole run (criterion under qemu
+# can spin forever; see docs/arm64.md).  The ctest output goes to
+# DIR/usft-ctest-$STAGE.log for the summary of `make test`.
 #
 # On a machine that cannot run arm64 binaries the stage prints a loud
 # SKIPPED line and succeeds - except under CI=true, where it fails.
 #
-# Environment: GENERATOR (Ninja), JOBS (2), CTEST_TIMEOUT (per test, 300),
-# ARM64_CTEST (ctest selection, "-L unit|conformance"),
-# ARM64_KILL_TIMEOUT (whole ctest run, 900 s), STAGE (log name, arm64).
+# Environment: GENERATOR (empty: the preset's), CTEST_FLAGS (extra ctest
+# arguments, e.g. -j4 --timeout 600), ARM64_KILL_TIMEOUT (whole ctest run,
+# 900 s), STAGE (log name, PRESET).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-dir=${1:?usage: $0 BUILD_DIR [CMAKE ARGS...]}
-shift
-gen=${GENERATOR:-Ninja}
-jobs=${JOBS:-2}
-per_test=${CTEST_TIMEOUT:-300}
+preset=${1:?usage: $0 PRESET BUILD_DIR}
+dir=${2:?usage: $0 PRESET BUILD_DIR}
 kill_after=${ARM64_KILL_TIMEOUT:-900}
-sel=${ARM64_CTEST:--L unit|conformance}
-log="$dir/usft-ctest-${STAGE:-arm64}.log"
+log="$dir/usft-ctest-${STAGE:-$preset}.log"
 
 mkdir -p "$dir"
 rm -f "$log"
@@ -47,26 +44,20 @@ if [ -f "$dir/.arm64-skip" ]; then
 	exit 0
 fi
 
-gen_file=build.ninja
-case "$gen" in Ninja*) ;; *) gen_file=Makefile ;; esac
-if [ ! -f "$dir/$gen_file" ]; then
-	echo "+ cmake -S . -B $dir -G $gen -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake $*"
-	cmake -S . -B "$dir" -G "$gen" -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake "$@"
-elif [ $# -gt 0 ]; then
-	# an existing build directory gets the stage's current options (the
-	# Makefile's <stage>_CMAKE may have changed since it was configured)
-	echo "+ cmake -S . -B $dir $*"
-	cmake -S . -B "$dir" "$@" >/dev/null
-fi
-echo "+ cmake --build $dir"
-cmake --build "$dir"
+gen_args=()
+if [ -n "${GENERATOR:-}" ]; then gen_args=(-G "$GENERATOR"); fi
+# every run: an existing build directory gets the preset's current options
+echo "+ cmake --preset $preset ${gen_args[*]}"
+cmake --preset "$preset" "${gen_args[@]}" >"$dir/usft-configure.log" 2>&1 \
+	|| { cat "$dir/usft-configure.log"; exit 1; }
+echo "+ cmake --build --preset $preset"
+cmake --build --preset "$preset"
 
 # shellcheck disable=SC2206
-sel_args=($sel)
-echo "+ timeout -s KILL $kill_after ctest --test-dir $dir --output-on-failure -j$jobs --timeout $per_test ${sel_args[*]}"
+extra=(${CTEST_FLAGS:-})
+echo "+ timeout -s KILL $kill_after ctest --preset $preset ${extra[*]}"
 set +e
-timeout -s KILL "$kill_after" ctest --test-dir "$dir" --output-on-failure -j"$jobs" \
-	--timeout "$per_test" "${sel_args[@]}" 2>&1 | tee "$log"
+timeout -s KILL "$kill_after" ctest --preset "$preset" "${extra[@]}" 2>&1 | tee "$log"
 rc=${PIPESTATUS[0]}
 set -e
 if [ "$rc" = 137 ]; then
