@@ -337,6 +337,9 @@ enum {
 };
 int trace_test_and_set_recursion(unsigned long ip, unsigned long pip, int start);
 void trace_clear_recursion(int bit);
+/* around libusft's own work in a program thread (usft_set_notrace_hook()) */
+void usft_notrace_begin(void);
+void usft_notrace_end(void);
 struct sigaction;
 int usft_real_sigaction(int sig, const struct sigaction *act, struct sigaction *oact);
 int usft_claim_signal(int sig, const struct sigaction *handler, struct sigaction *chain);

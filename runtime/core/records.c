@@ -652,8 +652,11 @@ USFT_API int dlclose(void *handle)
 	}
 	pthread_mutex_lock(&ftrace_lock);
 	ret = real_dlclose(handle);
-	if (usft_objects)
+	if (usft_objects) {
+		usft_notrace_begin();
 		ftrace_records_sync();
+		usft_notrace_end();
+	}
 	pthread_mutex_unlock(&ftrace_lock);
 	return ret;
 }

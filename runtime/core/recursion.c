@@ -53,3 +53,28 @@ USFT_API void ftrace_test_recursion_unlock(int bit)
 	if (bit >= 0)
 		trace_clear_recursion(bit);
 }
+
+/* ---- libusft's own work in a program thread ---------------------------- */
+
+static void (*notrace_hook)(int begin);
+
+USFT_API void usft_set_notrace_hook(void (*hook)(int begin))
+{
+	__atomic_store_n(&notrace_hook, hook, __ATOMIC_RELEASE);
+}
+
+void usft_notrace_begin(void)
+{
+	void (*hook)(int) = __atomic_load_n(&notrace_hook, __ATOMIC_ACQUIRE);
+
+	if (hook)
+		hook(1);
+}
+
+void usft_notrace_end(void)
+{
+	void (*hook)(int) = __atomic_load_n(&notrace_hook, __ATOMIC_ACQUIRE);
+
+	if (hook)
+		hook(0);
+}

@@ -81,6 +81,31 @@ void usft_tbuf_prefault(struct usft_tbuf *b)
 
 void (*usft_tbuf_exit_hook)(void);
 
+static __thread struct usft_tbuf *self_saved __attribute__((tls_model("initial-exec")));
+static __thread int self_depth __attribute__((tls_model("initial-exec")));
+
+void usft_self_begin(void)
+{
+	if (self_depth++ == 0) {
+		self_saved = usft_tbuf_self;
+		usft_tbuf_self = USFT_TBUF_SELF;
+		__asm__ __volatile__("" ::: "memory");
+	}
+}
+
+void usft_self_end(void)
+{
+	if (self_depth > 0 && --self_depth == 0) {
+		__asm__ __volatile__("" ::: "memory");
+		usft_tbuf_self = self_saved;
+	}
+}
+
+struct usft_tbuf *usft_tbuf_own(void)
+{
+	return self_depth ? self_saved : usft_tbuf_self;
+}
+
 /*
  * A thread that found the pool full drops its events, and retries the
  * claim every 4096 of them in case exited threads' slots came back.
@@ -202,7 +227,7 @@ void usft_tbuf_release(struct usft_tbuf *b)
 /* fork child: only the forking thread exists; its old events are the parent's */
 void usft_tbuf_atfork_child(void)
 {
-	struct usft_tbuf *self = usft_tbuf_self;
+	struct usft_tbuf *self = usft_tbuf_own();
 
 	for (unsigned int i = 0; i < nr_slots; i++) {
 		struct usft_tbuf *b = usft_tbuf_slot(i);
@@ -222,8 +247,12 @@ void usft_tbuf_atfork_child(void)
 		if (self->prof)
 			memset(self->prof, 0, (self->prof_mask + 1) * sizeof(*self->prof));
 	} else {
-		usft_tbuf_self = NULL;
+		self = NULL;
 	}
+	if (self_depth)
+		self_saved = self;
+	else
+		usft_tbuf_self = self;
 	no_slot_events = 0;
 }
 

@@ -84,9 +84,24 @@ struct usft_tbuf {
 	unsigned long prof_lost;
 };
 
-/* the calling thread's slot; NULL: none yet; USFT_TBUF_NONE: none possible */
+/*
+ * The calling thread's slot; NULL: none yet; USFT_TBUF_NONE: none possible;
+ * USFT_TBUF_SELF: usft's own code runs in this thread (usft_self_begin()):
+ * nothing it calls is recorded, nor counted.
+ */
 extern __thread struct usft_tbuf *usft_tbuf_self __attribute__((tls_model("initial-exec")));
 #define USFT_TBUF_NONE ((struct usft_tbuf *)1)
+#define USFT_TBUF_SELF ((struct usft_tbuf *)2)
+
+/*
+ * usft's own work in a program thread (start, stop, exec, fork, dlopen,
+ * dlclose) and in the writer thread: the program's traced functions it
+ * reaches (a malloc() of the program's own, say) are not recorded.
+ * Nests.  usft_tbuf_own(): the thread's real slot, inside or outside.
+ */
+void usft_self_begin(void);
+void usft_self_end(void);
+struct usft_tbuf *usft_tbuf_own(void);
 
 struct usft_tbuf *usft_tbuf_claim(void);
 
@@ -97,12 +112,14 @@ static inline __attribute__((always_inline)) struct usft_tbuf *usft_tbuf_get(voi
 {
 	struct usft_tbuf *b = usft_tbuf_self;
 
-	if (likely((unsigned long)b > 1))
+	if (likely((unsigned long)b > (unsigned long)USFT_TBUF_SELF))
 		return b;
 	if (b == USFT_TBUF_NONE) {
 		usft_tbuf_no_slot_event();
 		return NULL;
 	}
+	if (b == USFT_TBUF_SELF)
+		return NULL;
 	return usft_tbuf_claim();
 }
 

@@ -481,7 +481,7 @@ static void write_pending(void)
 /* this thread's kept-back entry goes into its ring (not a callback) */
 static void flush_own_pending(void)
 {
-	struct usft_tbuf *b = usft_tbuf_self;
+	struct usft_tbuf *b = usft_tbuf_own();
 
 	if ((unsigned long)b > 1 && b->size)
 		usft_tbuf_flush_pending(b);
@@ -537,6 +537,8 @@ static void *writer_main(void *arg)
 {
 	struct timespec ts;
 
+	/* all of this thread is usft's own: never recorded */
+	usft_self_begin();
 	prctl(PR_SET_NAME, "usft-writer", 0, 0, 0);
 	for (;;) {
 		pthread_mutex_lock(&S.lock);
@@ -674,6 +676,7 @@ static void atfork_child(void)
 
 	if (!S.active)
 		return;
+	usft_self_begin();
 	pthread_mutex_init(&S.lock, NULL);
 	pthread_mutex_init(&S.wake_lock, NULL);
 	pthread_cond_init(&S.wake, NULL);
@@ -685,6 +688,7 @@ static void atfork_child(void)
 	session_reset_writer_state();
 	write_session(ppid);
 	start_writer();
+	usft_self_end();
 }
 
 static const struct usft_tracer *find_tracer(const char *name)
@@ -724,7 +728,15 @@ static void note_unmatched(const char *list)
 	free(copy);
 }
 
-int usft_tracer_start(const struct usft_trace_opts *o)
+static void notrace_hook(int begin)
+{
+	if (begin)
+		usft_self_begin();
+	else
+		usft_self_end();
+}
+
+static int tracer_start(const struct usft_trace_opts *o)
 {
 	const struct usft_tracer *t = find_tracer(o->tracer);
 	struct usft_stats st = { .sz = sizeof(st) };
@@ -795,19 +807,32 @@ int usft_tracer_start(const struct usft_trace_opts *o)
 		return ret;
 	}
 	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+	usft_set_notrace_hook(notrace_hook);
 	usft_tbuf_exit_hook = wake_writer;
 	start_writer();
 	return 0;
+}
+
+int usft_tracer_start(const struct usft_trace_opts *o)
+{
+	int ret;
+
+	usft_self_begin();
+	ret = tracer_start(o);
+	usft_self_end();
+	return ret;
 }
 
 void usft_tracer_drain(void)
 {
 	if (!S.active || getpid() != S.pid)
 		return;		/* a vfork child: the parent drains its own rings */
+	usft_self_begin();
 	flush_own_pending();
 	pthread_mutex_lock(&S.lock);
 	snapshot(false);
 	pthread_mutex_unlock(&S.lock);
+	usft_self_end();
 }
 
 static void resolve_prof(const struct usft_prof_ent *e, void *arg)
@@ -819,6 +844,7 @@ void usft_tracer_flush(void)
 {
 	if (!S.active || getpid() != S.pid)
 		return;
+	usft_self_begin();
 	pthread_mutex_lock(&S.lock);
 	drain_all();
 	if (S.tracer->kind == USFT_TRACER_PROFILE) {
@@ -826,12 +852,16 @@ void usft_tracer_flush(void)
 		flush_syms();
 	}
 	pthread_mutex_unlock(&S.lock);
+	usft_self_end();
 }
 
 void usft_tracer_after_dlopen(void)
 {
-	if (S.active && S.tracer->refilter)
+	if (S.active && S.tracer->refilter) {
+		usft_self_begin();
 		S.tracer->refilter();
+		usft_self_end();
+	}
 }
 
 void usft_tracer_stop(void)
@@ -839,6 +869,7 @@ void usft_tracer_stop(void)
 	if (!S.active || getpid() != S.pid)
 		return;
 	__atomic_store_n(&usft_tracing_on, 0, __ATOMIC_RELEASE);
+	usft_self_begin();
 	flush_own_pending();
 	stop_writer();
 	pthread_mutex_lock(&S.lock);
@@ -848,4 +879,5 @@ void usft_tracer_stop(void)
 	S.fd = -1;
 	S.active = false;
 	pthread_mutex_unlock(&S.lock);
+	usft_self_end();
 }

@@ -279,6 +279,23 @@ def case_pthread_exit():
     graph_case("pthread_exit", "pthread_exit")
 
 
+def case_selfcalls():
+    """usft's own calls (its allocations in a forked child, in its writer
+    thread, at start and stop) reach the program's own malloc() family and
+    must never be recorded."""
+    r = graph_case("selfcalls", "selfcalls", canon=canonical_by_order)
+    check(r["processes"] == 2, "processes %d" % r["processes"])
+    check("usft-writer" not in report("text"), "the writer thread was traced")
+    record([tracee("selfcalls")], "function")
+    for line in report("text").splitlines():
+        if line.startswith("#"):
+            continue
+        caller = line.rsplit(" <-", 1)[-1]
+        check(not re.match(r"(usft|libusft|atfork|write_session|sym_lookup|task_index|"
+                           r"pthread_create|ld-linux)", caller) and "usft-writer" not in line,
+              "a call usft made was recorded: %r" % line)
+
+
 def case_exceptions():
     graph_case("exceptions", "exceptions", extra=("-l", "t_*"))
 

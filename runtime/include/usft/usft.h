@@ -82,6 +82,15 @@ typedef void (*usft_print_fn_t)(enum usft_log_level level, const char *fmt,
 USFT_API usft_print_fn_t usft_set_print(usft_print_fn_t fn);
 
 /**
+ * usft_set_notrace_hook() - have @hook called around the work libusft does
+ * in a program's thread on its own account (the records of objects that
+ * dlclose() unloads): @hook(1) before, @hook(0) after, so a tracer can keep
+ * what that work calls (a program's own malloc(), say) out of its trace.
+ * NULL removes it.  The preload shim's tracers use it.
+ */
+USFT_API void usft_set_notrace_hook(void (*hook)(int begin));
+
+/**
  * usft_site_bytes() - copy the current bytes of the site at @ip (a site or a
  * function address) into @buf. Return: bytes copied or -EINVAL.
  */
