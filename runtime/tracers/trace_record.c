@@ -457,20 +457,41 @@ static void prof_emit(const struct usft_prof_ent *e, void *arg)
 /*
  * function_graph entries kept back by threads still running (their own
  * thread writes them at its next event or exit): at the end of the image
- * they are written from here, straight into the file.
+ * (exit, or exec from any thread) they are written from here, straight
+ * into the file.  Their owners may still run: the entry is taken with an
+ * exchange, and one its owner is changing right now (inside a callback,
+ * or a new entry replacing it meanwhile) is counted lost instead.
  */
+static void pending_lost(struct usft_tbuf *b)
+{
+	write_chunk(USFT_CHUNK_EVENTS, b->tid, 1, NULL, 0);
+	S.lost++;
+}
+
 static void write_pending(void)
 {
 	unsigned int n = usft_tbuf_pool_slots();
 
 	for (unsigned int i = 0; i < n; i++) {
 		struct usft_tbuf *b = usft_tbuf_slot(i);
-		uint64_t w[2] = { b->pend_w0, b->pend_w1 };
+		uint64_t w[2];
 		struct iovec iov = { w, sizeof(w) };
 
-		if (__atomic_load_n(&b->state, __ATOMIC_ACQUIRE) != TBUF_LIVE || !w[1])
+		if (__atomic_load_n(&b->state, __ATOMIC_ACQUIRE) != TBUF_LIVE ||
+		    !__atomic_load_n(&b->pend_w1, __ATOMIC_RELAXED))
 			continue;
-		b->pend_w1 = 0;
+		if (__atomic_load_n(&b->nest, __ATOMIC_ACQUIRE)) {
+			pending_lost(b);
+			continue;
+		}
+		w[0] = __atomic_load_n(&b->pend_w0, __ATOMIC_ACQUIRE);
+		w[1] = __atomic_exchange_n(&b->pend_w1, 0, __ATOMIC_ACQ_REL);
+		if (!w[1])
+			continue;
+		if (__atomic_load_n(&b->pend_w0, __ATOMIC_ACQUIRE) != w[0]) {
+			pending_lost(b);
+			continue;
+		}
 		sym_lookup(w[1] & EV_IP_MASK);
 		write_chunk(USFT_CHUNK_EVENTS, b->tid, 0, &iov, 1);
 		S.events++;
@@ -830,7 +851,8 @@ void usft_tracer_drain(void)
 	usft_self_begin();
 	flush_own_pending();
 	pthread_mutex_lock(&S.lock);
-	snapshot(false);
+	/* the image ends for every thread, whichever one execs */
+	snapshot(true);
 	pthread_mutex_unlock(&S.lock);
 	usft_self_end();
 }

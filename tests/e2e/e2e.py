@@ -275,6 +275,13 @@ def case_exec():
     check(r["processes"] == 2, "processes %d" % r["processes"])
 
 
+def case_thread_exec():
+    """exec from a thread that is not the main one: the main thread's
+    kept-back main() entry still reaches the trace."""
+    r = graph_case("thread_exec", "thread_exec", canon=canonical_by_order)
+    check(r["processes"] == 2, "processes %d" % r["processes"])
+
+
 def case_pthread_exit():
     graph_case("pthread_exit", "pthread_exit")
 
