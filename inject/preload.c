@@ -11,9 +11,11 @@
  *   USFT_TRACER       function | function_graph | profile | nop
  *   USFT_FILTER       globs to trace (-l), USFT_NOTRACE globs not to (-n)
  *   USFT_GRAPH_FUNCS  function_graph below these functions only (-g)
- *   USFT_MAX_DEPTH    function_graph depth limit (-D)
+ *   USFT_MAX_DEPTH    function_graph depth limit (--max-graph-depth), 0..1024
  *   USFT_OUTPUT       trace file (default usft.dat), USFT_APPEND=1 keeps it
- *   USFT_BUFFER_SIZE  ring bytes per thread (K/M/G suffixes), USFT_MAX_THREADS
+ *   USFT_BUFFER_SIZE  ring bytes per thread (K/M/G suffixes), 4K..16G;
+ *                     USFT_MAX_THREADS ring slots, 4..65536 (a number out of
+ *                     range: a message, and nothing is traced)
  *   USFT_PREFAULT=1   fault in the first thread's whole ring at start
  *   USFT_CLOCK        auto | mono | counter
  *   USFT_OPTIONS      runtime options (read by libusft itself)
@@ -634,26 +636,50 @@ EXPORT void pthread_exit(void *retval)
 
 /* ---- start and stop --------------------------------------------------------- */
 
-static size_t parse_size(const char *s)
+/*
+ * A USFT_* number (@s, the value of @name): decimal, in [min, max], with K/M/G (x1024) when
+ * @suffixes.  Unset or empty: 0.  Return: false (and a message naming the
+ * variable, the value and the range) when it is not such a number.
+ */
+static bool env_number(const char *name, const char *s, bool suffixes, unsigned long long min,
+		       unsigned long long max, unsigned long long *out)
 {
-	char *end;
 	unsigned long long v;
+	unsigned int shift = 0;
+	char *end;
 
+	*out = 0;
 	if (!s || !*s)
-		return 0;
-	v = strtoull(s, &end, 0);
-	switch (*end) {
-	case 'k': case 'K': v <<= 10; break;
-	case 'm': case 'M': v <<= 20; break;
-	case 'g': case 'G': v <<= 30; break;
-	default: break;
+		return true;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (suffixes && end != s && end[0] && !end[1]) {
+		switch (*end) {
+		case 'k': case 'K': shift = 10; end++; break;
+		case 'm': case 'M': shift = 20; end++; break;
+		case 'g': case 'G': shift = 30; end++; break;
+		default: break;
+		}
 	}
-	return (size_t)v;
+	if (errno || end == s || *end || s[0] == '-' || (shift && v > (max >> shift)) ||
+	    (v << shift) < min || (v << shift) > max) {
+		if (suffixes)
+			fprintf(stderr, "usft: %s=%s is not a size in %lluK..%lluG (bytes, or K, M, "
+				"G: x1024): tracing is off (fix or unset it)\n", name, s, min >> 10,
+				max >> 30);
+		else
+			fprintf(stderr, "usft: %s=%s is not a number in %llu..%llu: tracing is off "
+				"(fix or unset it)\n", name, s, min, max);
+		return false;
+	}
+	*out = v << shift;
+	return true;
 }
 
 __attribute__((constructor)) static void usft_preload_init(void)
 {
 	struct usft_trace_opts o = { 0 };
+	unsigned long long ring, depth, threads;
 	char abs_out[PATH_MAX];
 	const char *v;
 	int ret;
@@ -671,11 +697,17 @@ __attribute__((constructor)) static void usft_preload_init(void)
 	o.graph_funcs = getenv("USFT_GRAPH_FUNCS");
 	o.clock = getenv("USFT_CLOCK");
 	o.output = getenv("USFT_OUTPUT");
-	if ((v = getenv("USFT_MAX_DEPTH")))
-		o.max_depth = atoi(v);
-	o.buffer_size = parse_size(getenv("USFT_BUFFER_SIZE"));
-	if ((v = getenv("USFT_MAX_THREADS")))
-		o.max_threads = (unsigned int)strtoul(v, NULL, 0);
+	/* a number out of range is never clamped into one the user did not ask for */
+	if (!env_number("USFT_MAX_DEPTH", getenv("USFT_MAX_DEPTH"), false, 0,
+			USFT_MAX_GRAPH_DEPTH, &depth) ||
+	    !env_number("USFT_BUFFER_SIZE", getenv("USFT_BUFFER_SIZE"), true, USFT_RING_MIN_BYTES,
+			USFT_RING_MAX_BYTES, &ring) ||
+	    !env_number("USFT_MAX_THREADS", getenv("USFT_MAX_THREADS"), false, USFT_MIN_THREADS,
+			USFT_MAX_THREADS, &threads))
+		return;
+	o.max_depth = (int)depth;
+	o.buffer_size = (size_t)ring;
+	o.max_threads = (unsigned int)threads;
 	o.append = (v = getenv("USFT_APPEND")) && !strcmp(v, "1");
 	o.prefault = (v = getenv("USFT_PREFAULT")) && !strcmp(v, "1");
 	if (!o.output || !*o.output)

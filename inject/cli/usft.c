@@ -53,9 +53,9 @@ static const struct {
 	  "  -l, --filter GLOB        trace only matching functions (repeatable)\n"
 	  "  -n, --notrace GLOB       do not trace matching functions (repeatable)\n"
 	  "  -g, --graph-function F   function_graph: only F and what it calls (repeatable)\n"
-	  "      --max-graph-depth N  function_graph: record N levels at most\n"
+	  "      --max-graph-depth N  function_graph: record N levels at most (0..1024)\n"
 	  "  -o, --output FILE        trace file (default usft.dat)\n"
-	  "  -b, --buffer-size KB     ring buffer per thread in KiB (default 65536)\n"
+	  "  -b, --buffer-size KB     ring buffer per thread in KiB, 4..16777216 (default 65536)\n"
 	  "  -C, --clock CLOCK        auto, mono (clock_gettime) or counter (cycle counter)\n"
 	  "  -O, --option NAME=VALUE  runtime option (see `usft stat`), repeatable\n"
 	  "      --prefault           fault in the first thread's ring before PROG runs\n"
@@ -142,6 +142,28 @@ int usft_find_program(const char *prog, char *out, size_t len)
 }
 
 /* ---- record ---------------------------------------------------------------- */
+
+/*
+ * A decimal number of @opt in [min, max]; Return: false after the usage
+ * error that names the option, the value and the range (in *rc).
+ */
+static bool cli_number(const char *opt, const char *arg, long long min, long long max,
+		       const char *what, long long *out, int *rc)
+{
+	char *end;
+	long long v;
+
+	errno = 0;
+	v = strtoll(arg, &end, 10);
+	if (errno || end == arg || *end || v < min || v > max) {
+		*rc = usft_usage_error("record", "%s %s: %s; use %lld..%lld (%s)", opt, arg,
+				       errno == ERANGE || (end != arg && !*end) ? "out of range" :
+				       "not a number", min, max, what);
+		return false;
+	}
+	*out = v;
+	return true;
+}
 
 static bool file_exists(const char *p)
 {
@@ -262,9 +284,9 @@ static int cmd_record(int argc, char **argv)
 	const char *tracer = "function", *output = "usft.dat", *clk = NULL;
 	char *filter = NULL, *notrace_list = NULL, *graph = NULL, *options = NULL;
 	char preload[PATH_MAX], out_abs[PATH_MAX], progpath[PATH_MAX], num[32];
-	long depth = 0, bufkb = 0;
+	long long depth = 0, bufkb = 0;
 	bool quiet = false, prefault = false;
-	int c, fd, status;
+	int c, fd, status, rc;
 	pid_t pid;
 
 	optind = 1;
@@ -283,24 +305,33 @@ static int cmd_record(int argc, char **argv)
 			append(&graph, optarg);
 			break;
 		case 'D':
-			depth = strtol(optarg, NULL, 0);
-			if (depth < 0)
-				return usft_usage_error("record", "bad depth '%s'", optarg);
+			if (!cli_number("--max-graph-depth", optarg, 0, USFT_MAX_GRAPH_DEPTH,
+					"levels; 0: no limit", &depth, &rc))
+				return rc;
 			break;
 		case 'o':
 			output = optarg;
 			break;
 		case 'b':
-			bufkb = strtol(optarg, NULL, 0);
-			if (bufkb <= 0)
-				return usft_usage_error("record", "bad buffer size '%s'", optarg);
+			if (!cli_number("-b", optarg, USFT_RING_MIN_BYTES >> 10,
+					USFT_RING_MAX_BYTES >> 10, "KiB of ring per thread",
+					&bufkb, &rc))
+				return rc;
 			break;
 		case 'C':
 			clk = optarg;
 			if (strcmp(clk, "auto") && strcmp(clk, "mono") && strcmp(clk, "counter"))
 				return usft_usage_error("record", "unknown clock '%s'", clk);
 			break;
-		case 'O':
+		case 'O': {
+			char *eq = strchr(optarg, '='), name[64];
+
+			/* checked here (the program would only warn and go on) */
+			snprintf(name, sizeof(name), "%.*s", eq ? (int)(eq - optarg) : (int)strlen(optarg),
+				 optarg);
+			if (usft_set_option(name, eq ? eq + 1 : "1"))
+				return usft_usage_error("record", "-O %s refused (the line above "
+							"says why)", optarg);
 			if (options) {
 				char *p = realloc(options, strlen(options) + strlen(optarg) + 2);
 
@@ -311,6 +342,7 @@ static int cmd_record(int argc, char **argv)
 				options = strdup(optarg);
 			}
 			break;
+		}
 		case 'q':
 			quiet = true;
 			break;
@@ -385,11 +417,11 @@ static int cmd_record(int argc, char **argv)
 		if (graph)
 			setenv("USFT_GRAPH_FUNCS", graph, 1);
 		if (depth) {
-			snprintf(num, sizeof(num), "%ld", depth);
+			snprintf(num, sizeof(num), "%lld", depth);
 			setenv("USFT_MAX_DEPTH", num, 1);
 		}
 		if (bufkb) {
-			snprintf(num, sizeof(num), "%ldK", bufkb);
+			snprintf(num, sizeof(num), "%lldK", bufkb);
 			setenv("USFT_BUFFER_SIZE", num, 1);
 		}
 		if (clk)

@@ -256,11 +256,12 @@ void usft_tbuf_atfork_child(void)
 	no_slot_events = 0;
 }
 
+/* @x at most USFT_RING_MAX_BYTES (checked by the caller): the loop ends */
 static size_t round_pow2(size_t x)
 {
 	size_t p = 4096;
 
-	while (p < x)
+	while (p < x && p < (size_t)USFT_RING_MAX_BYTES)
 		p <<= 1;
 	return p;
 }
@@ -290,6 +291,10 @@ int usft_tbuf_pool_init(size_t ring_bytes, size_t prof_entries, unsigned int max
 
 	if (pool)
 		return 0;
+	/* ring * max_threads must not wrap (a ring of 2^56 bytes did) */
+	if (ring_bytes > USFT_RING_MAX_BYTES || max_threads > USFT_MAX_THREADS ||
+	    prof_entries > USFT_RING_MAX_BYTES / sizeof(struct usft_prof_ent))
+		return -EINVAL;
 	ring = ring_bytes ? round_pow2(ring_bytes) : 0;
 	prof_bytes = prof_entries ? round_pow2(prof_entries * sizeof(struct usft_prof_ent)) : 0;
 	if (!max_threads)

@@ -24,6 +24,18 @@
 #define USFT_TRACE_VERSION	1
 #define USFT_TRACE_DEFAULT_FILE	"usft.dat"
 
+/*
+ * What the recorder accepts (USFT_BUFFER_SIZE, USFT_MAX_THREADS,
+ * USFT_MAX_DEPTH; `usft record` checks -b and --max-graph-depth against
+ * the same numbers before it starts the program).  A ring is a power of
+ * two of bytes; the pool reserves max_threads of them (MAP_NORESERVE).
+ */
+#define USFT_RING_MIN_BYTES	4096ULL
+#define USFT_RING_MAX_BYTES	(16ULL << 30)
+#define USFT_MIN_THREADS	4U
+#define USFT_MAX_THREADS	65536U
+#define USFT_MAX_GRAPH_DEPTH	1024	/* FGRAPH_STACK_DEPTH: deeper is never recorded */
+
 enum usft_chunk_type {
 	USFT_CHUNK_SESSION = 1,	/* text lines "key=value\n" (tracer, comm, base_ns, ...) */
 	USFT_CHUNK_EVENTS = 2,	/* tid; arg = events lost just before these; event words */

@@ -144,6 +144,57 @@ def case_many_processes():
     check(rc == 0 and out.count('"ph":"B"') == 2 * NPROC, "graph json: rc %d" % rc)
 
 
+def preload_env(extra):
+    shim = os.path.join(os.path.dirname(e2e.ARGS.usft), "libusft-preload.so")
+    env = {"LD_PRELOAD": shim + " " + e2e.ARGS.libusft, "USFT_TRACER": "function",
+           "USFT_OUTPUT": os.path.join(e2e.ARGS.work, "env.dat")}
+    env.update(extra)
+    return env
+
+
+def case_numeric_options():
+    """Every number of `usft record` and of the shim's variables is range-
+    checked: the outside tester's -b values crashed (2^56-byte rings) or hung
+    (round_pow2) the traced program; letters after a number were accepted."""
+    bad = [("-b", "70368744177664"), ("-b", "18014398509481983"), ("-b", "12xyz"),
+           ("-b", "0"), ("-b", "-1"), ("-b", "3"), ("-b", "16777217"), ("-b", ""),
+           ("--max-graph-depth", "abc"), ("--max-graph-depth", "-1"),
+           ("--max-graph-depth", "1025"), ("--max-graph-depth", "2x"),
+           ("-O", "no_such_option=1"), ("-O", "sync=bogus"), ("-O", "jmp=2")]
+    for opt, val in bad:
+        try:
+            rc, out, err = run([e2e.ARGS.usft, "record", "-o", "bad.dat", opt, val, "--",
+                                tracee("nest")], timeout=30)
+        except subprocess.TimeoutExpired:
+            raise Fail("%s %s: usft record hangs" % (opt, val))
+        check(rc == 2, "%s %r: rc %d, want 2 (usage)\n%s" % (opt, val, rc, err))
+        check(val in err and ("use " in err or "refused" in err),
+              "%s %r: the message names neither value nor range: %r" % (opt, val, err))
+        check(not os.path.exists(os.path.join(e2e.ARGS.work, "bad.dat")),
+              "%s %r: a trace file was made" % (opt, val))
+    # the ends of the ranges are accepted
+    rc, _, err = usft("record", "-o", "ok.dat", "-b", "4", "-p", "function_graph",
+                      "--max-graph-depth", "1024", "-O", "jmp=1", tracee("nest"))
+    check(rc == 0 and "24 events" in err, "-b 4 --max-graph-depth 1024: rc %d %s" % (rc, err))
+    # the shim's own variables: the program runs as without the shim, and is told why
+    rc0, out0, _ = run([tracee("nest")])
+    for var, val in [("USFT_BUFFER_SIZE", "70368744177664K"),
+                     ("USFT_BUFFER_SIZE", "18014398509481983K"), ("USFT_BUFFER_SIZE", "12xyz"),
+                     ("USFT_BUFFER_SIZE", "17G"), ("USFT_MAX_DEPTH", "abc"),
+                     ("USFT_MAX_DEPTH", "99999"), ("USFT_MAX_THREADS", "2"),
+                     ("USFT_MAX_THREADS", "1x")]:
+        try:
+            rc, out, err = run([tracee("nest")], env=preload_env({var: val}), timeout=30)
+        except subprocess.TimeoutExpired:
+            raise Fail("%s=%s: the traced program hangs" % (var, val))
+        check(rc == rc0 and out == out0, "%s=%s: rc %d (untraced %d)" % (var, val, rc, rc0))
+        check("%s=%s" % (var, val) in err and "tracing is off" in err,
+              "%s=%s: no message: %r" % (var, val, err))
+    rc, out, err = run([tracee("nest")], env=preload_env({"USFT_BUFFER_SIZE": "4K",
+                                                          "USFT_MAX_THREADS": "4"}))
+    check(rc == rc0 and not err, "USFT_BUFFER_SIZE=4K: rc %d %r" % (rc, err))
+
+
 CASES = {k[5:]: v for k, v in globals().items() if k.startswith("case_")}
 
 
