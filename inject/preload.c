@@ -146,15 +146,92 @@ EXPORT __sighandler_t signal(int sig, __sighandler_t handler)
 	return usft_signal_fn(sig, handler);
 }
 
+/*
+ * What dlclose() unloads (the object, and dependencies nothing else holds):
+ * the loaded objects before and after, by load address and text range.
+ * Another object loaded later at the same addresses must not keep the old
+ * names (usft_tracer_unmapped()).
+ */
+struct obj_range {
+	unsigned long bias, lo, hi;
+};
+
+struct obj_list {
+	struct obj_range *v;
+	size_t n, cap;
+	unsigned long long subs;
+};
+
+static int list_cb(struct dl_phdr_info *info, size_t size, void *data)
+{
+	struct obj_list *l = data;
+	unsigned long lo = ~0UL, hi = 0;
+
+	l->subs = info->dlpi_subs;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+
+		if (ph->p_type != PT_LOAD)
+			continue;
+		if (info->dlpi_addr + ph->p_vaddr < lo)
+			lo = info->dlpi_addr + ph->p_vaddr;
+		if (info->dlpi_addr + ph->p_vaddr + ph->p_memsz > hi)
+			hi = info->dlpi_addr + ph->p_vaddr + ph->p_memsz;
+	}
+	if (hi <= lo)
+		return 0;
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 64;
+		void *p = realloc(l->v, cap * sizeof(*l->v));
+
+		if (!p)
+			return 1;	/* a partial list only misses renames */
+		l->v = p;
+		l->cap = cap;
+	}
+	l->v[l->n++] = (struct obj_range){ info->dlpi_addr, lo, hi };
+	return 0;
+}
+
+static bool obj_listed(const struct obj_list *l, const struct obj_range *o)
+{
+	for (size_t i = 0; i < l->n; i++)
+		if (l->v[i].bias == o->bias && l->v[i].lo == o->lo && l->v[i].hi == o->hi)
+			return true;
+	return false;
+}
+
 EXPORT int dlclose(void *handle)
 {
+	struct obj_list before = { 0 }, after = { 0 };
+	bool tracing = usft_tracer_active();
+	int ret, saved;
+
 	if (!usft_dlclose_fn)
 		resolve_hooks();
 	/* name everything the object's code produced before it goes */
 	usft_tracer_flush();
 	if (!usft_dlclose_fn)
 		return -1;
-	return usft_dlclose_fn(handle);
+	if (tracing) {
+		usft_self_begin();
+		dl_iterate_phdr(list_cb, &before);
+		usft_self_end();
+	}
+	ret = usft_dlclose_fn(handle);
+	if (!tracing)
+		return ret;
+	saved = errno;
+	usft_self_begin();
+	dl_iterate_phdr(list_cb, &after);
+	for (size_t i = 0; after.subs != before.subs && i < before.n; i++)
+		if (!obj_listed(&after, &before.v[i]))
+			usft_tracer_unmapped(before.v[i].lo, before.v[i].hi);
+	free(before.v);
+	free(after.v);
+	usft_self_end();
+	errno = saved;
+	return ret;
 }
 
 /* ---- dlopen --------------------------------------------------------------- */

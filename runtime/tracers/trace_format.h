@@ -43,6 +43,13 @@ enum usft_chunk_type {
 	USFT_CHUNK_SYMS = 4,	/* struct usft_sym_rec records */
 	USFT_CHUNK_PROFILE = 5,	/* struct usft_prof_rec records */
 	USFT_CHUNK_END = 6,	/* text lines: events, lost, threads */
+	/*
+	 * arg = lo; payload = one uint64_t, hi: the object mapped at [lo, hi)
+	 * is gone (dlclose).  SYMS given before this chunk for addresses in
+	 * that range name the events before it only; a later object at the same
+	 * addresses gets SYMS of its own after it.
+	 */
+	USFT_CHUNK_UNMAP = 7,
 };
 
 struct usft_chunk_hdr {

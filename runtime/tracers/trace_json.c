@@ -30,9 +30,10 @@ static void json_str(FILE *out, const char *s)
 	fputc('"', out);
 }
 
-static void json_name(FILE *out, struct usft_trace *t, unsigned int sess, uint64_t addr)
+static void json_name(FILE *out, struct usft_trace *t, unsigned int sess, uint32_t epoch,
+		      uint64_t addr)
 {
-	const char *n = usft_trace_sym(t, sess, addr, NULL);
+	const char *n = usft_trace_sym(t, sess, epoch, addr, NULL);
 	char buf[32];
 
 	if (!n) {
@@ -117,7 +118,7 @@ static void close_open(FILE *out, bool *first, struct usft_trace *t, struct jthr
 		j->depth--;
 		ev_head(out, first, "E", t, j->sess, j->tid, j->last_ts);
 		fputs(",\"cat\":\"function_graph\",\"name\":", out);
-		json_name(out, t, j->sess, j->ip[j->depth]);
+		json_name(out, t, j->sess, UINT32_MAX, j->ip[j->depth]);
 		fputs(",\"args\":{\"unfinished\":true}}", out);
 	}
 }
@@ -170,9 +171,9 @@ int usft_print_json(FILE *out, struct usft_trace *t, unsigned int flags)
 		case EV_FUNC:
 			ev_head(out, &first, "i", t, e->sess, e->tid, e->ts);
 			fputs(",\"s\":\"t\",\"cat\":\"function\",\"name\":", out);
-			json_name(out, t, e->sess, ip);
+			json_name(out, t, e->sess, e->epoch, ip);
 			fputs(",\"args\":{\"parent\":", out);
-			json_name(out, t, e->sess, e->aux);
+			json_name(out, t, e->sess, e->epoch, e->aux);
 			fputs("}}", out);
 			break;
 		case EV_GRAPH_ENT:
@@ -180,7 +181,7 @@ int usft_print_json(FILE *out, struct usft_trace *t, unsigned int flags)
 				break;
 			ev_head(out, &first, "B", t, e->sess, e->tid, e->ts);
 			fputs(",\"cat\":\"function_graph\",\"name\":", out);
-			json_name(out, t, e->sess, ip);
+			json_name(out, t, e->sess, e->epoch, ip);
 			fputs("}", out);
 			break;
 		case EV_GRAPH_RET:
@@ -191,7 +192,7 @@ int usft_print_json(FILE *out, struct usft_trace *t, unsigned int flags)
 			j->depth--;
 			ev_head(out, &first, "E", t, e->sess, e->tid, e->ts);
 			fputs(",\"cat\":\"function_graph\",\"name\":", out);
-			json_name(out, t, e->sess, ip);
+			json_name(out, t, e->sess, e->epoch, ip);
 			if (type == EV_GRAPH_GONE)
 				fputs(",\"args\":{\"unwound\":true}", out);
 			fputs("}", out);

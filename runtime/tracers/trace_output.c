@@ -57,10 +57,10 @@ static char find_mark(uint64_t d)
 	return ' ';
 }
 
-static const char *sym_name(struct usft_trace *t, unsigned int sess, uint64_t addr,
+static const char *sym_name(struct usft_trace *t, const struct usft_revent *e, uint64_t addr,
 			    char *buf, size_t len)
 {
-	const char *n = usft_trace_sym(t, sess, addr, NULL);
+	const char *n = usft_trace_sym(t, e->sess, e->epoch, addr, NULL);
 
 	if (n)
 		return n;
@@ -124,8 +124,8 @@ static void print_function(FILE *out, struct usft_trace *t, unsigned int flags)
 		fprintf(out, "%16s-%-7u [%03u] %5llu.%06llu: %s <-%s\n",
 			usft_trace_comm(t, e->sess, (int)e->tid), e->tid, ev_cpu(e),
 			us / 1000000, us % 1000000,
-			sym_name(t, e->sess, usft_rev_ip(e), b1, sizeof(b1)),
-			sym_name(t, e->sess, e->aux, b2, sizeof(b2)));
+			sym_name(t, e, usft_rev_ip(e), b1, sizeof(b1)),
+			sym_name(t, e, e->aux, b2, sizeof(b2)));
 	}
 }
 
@@ -320,7 +320,7 @@ static void print_graph(FILE *out, struct usft_trace *t, unsigned int flags)
 		have_prev = true;
 		prev_tid = e->tid;
 		prev_sess = e->sess;
-		name = sym_name(t, e->sess, ip, nb1, sizeof(nb1));
+		name = sym_name(t, e, ip, nb1, sizeof(nb1));
 		print_prefix(out, t, e, cw);
 		if (type == EV_GRAPH_ENT) {
 			size_t n = next[i];

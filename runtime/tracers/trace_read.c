@@ -190,7 +190,8 @@ static void add_sym(struct usft_rsession *s, uint64_t addr, uint64_t off, const 
 		s->syms = p;
 		s->symcap = cap;
 	}
-	s->syms[s->nsyms++] = (struct usft_rsym){ addr, off, len ? dupn(name, len) : NULL };
+	s->syms[s->nsyms++] = (struct usft_rsym){ addr, off, len ? dupn(name, len) : NULL,
+						  s->epoch };
 	s->syms_sorted = false;
 }
 
@@ -319,7 +320,7 @@ static void parse_events(struct usft_trace *t, int si, int tid, uint64_t lost,
 
 				*e = (struct usft_revent){ .ts = ts, .w1 = (uint64_t)EV_LOST << EV_TYPE_SHIFT,
 					.aux = lost, .tid = (uint32_t)tid, .seq = (uint32_t)t->nev,
-					.sess = (uint32_t)si, .cpu = 0 };
+					.sess = (uint32_t)si, .cpu = 0, .epoch = s->epoch };
 			}
 		}
 	}
@@ -343,6 +344,7 @@ static void parse_events(struct usft_trace *t, int si, int tid, uint64_t lost,
 			e->tid = (uint32_t)tid;
 			e->seq = (uint32_t)t->nev;
 			e->sess = (uint32_t)si;
+			e->epoch = s->epoch;
 			if (type == EV_GRAPH_LEAF || type == EV_GRAPH_LEAF_GONE) {
 				/* a leaf is an entry and a return: the readers see both */
 				struct usft_revent *r = push_event(t);
@@ -468,6 +470,10 @@ int usft_trace_read_fd(int fd, struct usft_trace *t, bool load_events)
 		case USFT_CHUNK_PROFILE:
 			parse_profile(&t->sess[si], buf, h.size);
 			break;
+		case USFT_CHUNK_UNMAP:
+			if (t->sess[si].epoch < UINT16_MAX)
+				t->sess[si].epoch++;
+			break;
 		case USFT_CHUNK_END: {
 			/* events of threads that found no ring slot count as lost */
 			const char *ns = strstr(buf, "no_slot=");
@@ -561,11 +567,13 @@ static int sym_cmp(const void *a, const void *b)
 {
 	const struct usft_rsym *x = a, *y = b;
 
-	return x->addr < y->addr ? -1 : x->addr > y->addr;
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	return x->epoch < y->epoch ? -1 : x->epoch > y->epoch;
 }
 
-const char *usft_trace_sym(struct usft_trace *t, unsigned int sess, uint64_t addr,
-			   uint64_t *offset)
+const char *usft_trace_sym(struct usft_trace *t, unsigned int sess, uint32_t epoch,
+			   uint64_t addr, uint64_t *offset)
 {
 	struct usft_rsession *s;
 	size_t lo = 0, hi;
@@ -588,6 +596,10 @@ const char *usft_trace_sym(struct usft_trace *t, unsigned int sess, uint64_t add
 			hi = mid;
 	}
 	if (lo < s->nsyms && s->syms[lo].addr == addr) {
+		/* the last name given at or before @epoch (else the first one) */
+		while (lo + 1 < s->nsyms && s->syms[lo + 1].addr == addr &&
+		       s->syms[lo + 1].epoch <= epoch)
+			lo++;
 		if (offset)
 			*offset = s->syms[lo].offset;
 		return s->syms[lo].name;

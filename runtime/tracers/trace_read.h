@@ -19,6 +19,7 @@ struct usft_rsym {
 	uint64_t addr;
 	uint64_t offset;
 	char *name;		/* NULL: unknown */
+	uint32_t epoch;		/* UNMAP chunks of the session before it */
 };
 
 struct usft_rtask {
@@ -44,6 +45,7 @@ struct usft_rsession {
 	struct usft_rsym *syms;
 	size_t nsyms, symcap;
 	bool syms_sorted;
+	uint16_t epoch;		/* UNMAP chunks read so far (saturating) */
 	struct usft_rtask *tasks;
 	size_t ntasks, taskcap;
 	struct usft_rprof *prof;
@@ -61,7 +63,7 @@ struct usft_revent {
 	uint32_t seq;		/* file order */
 	uint32_t sess;		/* index in usft_trace.sess (a file may hold 10^5 processes) */
 	uint16_t cpu;
-	uint16_t pad;
+	uint16_t epoch;		/* the session's UNMAP chunks before it: which names hold */
 };
 
 static inline unsigned int usft_rev_type(const struct usft_revent *e)
@@ -103,8 +105,9 @@ void usft_trace_free(struct usft_trace *t);
 /* order events by time (stable per thread) */
 void usft_trace_sort(struct usft_trace *t);
 
-const char *usft_trace_sym(struct usft_trace *t, unsigned int sess, uint64_t addr,
-			   uint64_t *offset);
+/* the name @addr had in @sess at @epoch (an event's; UINT32_MAX: the last) */
+const char *usft_trace_sym(struct usft_trace *t, unsigned int sess, uint32_t epoch,
+			   uint64_t addr, uint64_t *offset);
 const char *usft_trace_comm(struct usft_trace *t, unsigned int sess, int tid);
 /* the tracer of the file (of its first session), "nop" if none */
 const char *usft_trace_tracer(const struct usft_trace *t);

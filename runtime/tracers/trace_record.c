@@ -40,6 +40,7 @@ struct sym_ent {
 	uint64_t addr;		/* 0: empty */
 	uint64_t offset;
 	const char *name;	/* owned copy, NULL unknown */
+	bool stale;		/* its object was unloaded since: resolve again */
 };
 
 struct task_ent {
@@ -190,7 +191,11 @@ static void symbuf_add(uint64_t addr, uint64_t off, const char *name)
 	S.symbuf_len += need;
 }
 
-/* the name of the function containing @addr, resolved once per session */
+/*
+ * The name of the function containing @addr, resolved once per session,
+ * and again once the object it was in is unloaded (another may be loaded
+ * at the same address: its names go in SYMS after the UNMAP chunk).
+ */
 static const struct sym_ent *sym_lookup(uint64_t addr)
 {
 	struct sym_ent *e;
@@ -204,7 +209,7 @@ static const struct sym_ent *sym_lookup(uint64_t addr)
 	if ((S.sym_n + 1) * 2 > S.sym_cap && !sym_grow())
 		return NULL;
 	e = sym_slot(addr);
-	if (e->addr)
+	if (e->addr && !e->stale)
 		return e;
 	name = usft_kallsyms_lookup((unsigned long)addr, &off);
 	if (!name && dladdr((void *)(uintptr_t)addr, &di)) {
@@ -219,6 +224,14 @@ static const struct sym_ent *sym_lookup(uint64_t addr)
 				 (unsigned long)addr - (unsigned long)di.dli_fbase);
 			name = objname;
 		}
+	}
+	if (e->addr) {
+		/* nothing there now: the old name stays the last one given */
+		e->stale = false;
+		if (!name || (e->name && !strcmp(name, e->name) && off == e->offset))
+			return e;
+		free((void *)e->name);
+		S.sym_n--;
 	}
 	e->addr = addr;
 	e->offset = off;
@@ -873,6 +886,33 @@ void usft_tracer_flush(void)
 		usft_profile_snapshot(resolve_prof, NULL);
 		flush_syms();
 	}
+	pthread_mutex_unlock(&S.lock);
+	usft_self_end();
+}
+
+/* dlclose() unloaded the object mapped at [lo, hi) (called after drains) */
+void usft_tracer_unmapped(unsigned long lo, unsigned long hi)
+{
+	uint64_t end = hi;
+	struct iovec iov = { &end, sizeof(end) };
+	bool any = false;
+
+	if (!S.active || getpid() != S.pid)
+		return;
+	usft_self_begin();
+	pthread_mutex_lock(&S.lock);
+	/* what the object's code recorded keeps its names */
+	drain_all();
+	for (size_t i = 0; i < S.sym_cap; i++) {
+		struct sym_ent *e = &S.syms[i];
+
+		if (e->addr >= lo && e->addr < hi) {
+			e->stale = true;
+			any = true;
+		}
+	}
+	if (any)
+		write_chunk(USFT_CHUNK_UNMAP, 0, lo, &iov, 1);
 	pthread_mutex_unlock(&S.lock);
 	usft_self_end();
 }

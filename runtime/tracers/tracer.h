@@ -60,6 +60,7 @@ void usft_tracer_drain(void);		/* everything so far + a snapshot (exec) */
 void usft_tracer_flush(void);		/* events and names so far (dlclose) */
 void usft_tracer_stop(void);		/* final: exit, _exit */
 void usft_tracer_after_dlopen(void);	/* pick up a new object's functions */
+void usft_tracer_unmapped(unsigned long lo, unsigned long hi);	/* dlclose unloaded it */
 bool usft_tracer_active(void);
 
 /* trace_functions.c helpers shared by the tracers */

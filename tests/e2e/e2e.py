@@ -259,6 +259,18 @@ def case_dlopen():
     check("plugin_helper <-plugin_entry" in text, "plugin calls not named:\n" + text)
 
 
+def case_reload():
+    """dlopen A, dlclose A, dlopen B where A was: B's functions carry B's
+    names, A's keep A's."""
+    r = graph_case("reload", "reload")
+    check("same address: yes" in r["stdout"],
+          "the second library did not land where the first was:\n" + r["stdout"])
+    record([tracee("reload")], "function")
+    text = report("text")
+    for want in ("a_helper <-a_entry", "b_entry <-call_lib", "b_helper <-b_entry"):
+        check(want in text, "%r missing:\n%s" % (want, text))
+
+
 def case_fork():
     r = graph_case("fork", "fork", canon=canonical_by_order)
     check(r["processes"] == 3, "processes %d" % r["processes"])
