@@ -116,27 +116,43 @@ static notrace int cmpd(const void *a, const void *b)
 
 int main(int argc, char **argv)
 {
-	int sizes[3] = { 1, 100, 10000 }, rounds = 5;
+	int sizes[3] = { 1, 100, 10000 }, rounds = 0;
 	double scale = 1.0;
 	unsigned long tramp = (unsigned long)bench_empty_tramp;
 
 	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--scale") && i + 1 < argc)
-			scale = atof(argv[++i]);
-		else if (!strcmp(argv[i], "--rounds") && i + 1 < argc)
-			rounds = atoi(argv[++i]);
-		else {
-			fprintf(stderr, "usage: usft-bench-attach [--scale F] [--rounds N]\n");
+		char *end = NULL;
+
+		if (!strcmp(argv[i], "--scale") && i + 1 < argc) {
+			scale = strtod(argv[++i], &end);
+			if (*end || !(scale > 0)) {
+				fprintf(stderr, "usft-bench-attach: --scale '%s': give a number > 0 "
+					"(0.01 gives N = 1, 10, 100)\n", argv[i]);
+				return 2;
+			}
+		} else if (!strcmp(argv[i], "--rounds") && i + 1 < argc) {
+			long v = strtol(argv[++i], &end, 10);
+
+			if (*end || v < 1 || v > 32) {
+				fprintf(stderr, "usft-bench-attach: --rounds '%s': give 1 to 32\n",
+					argv[i]);
+				return 2;
+			}
+			rounds = (int)v;
+		} else {
+			fprintf(stderr, "usage: usft-bench-attach [--scale F] [--rounds N]\n"
+				"  --scale F   F < 1: N = 1, 10 and 10000*F functions (default 1: 1, 100, 10000)\n"
+				"  --rounds N  rounds per size, medians printed (1-32; default 5, 1 when F < 1)\n");
 			return 2;
 		}
 	}
-	if (rounds < 1 || rounds > 32)
-		rounds = 5;
 	if (scale < 1.0) {
 		sizes[1] = 10;
 		sizes[2] = (int)(10000 * scale) < 20 ? 20 : (int)(10000 * scale);
-		rounds = 1;
 	}
+	/* --rounds wins; without it a scaled-down run is a one-round look */
+	if (!rounds)
+		rounds = scale < 1.0 ? 1 : 5;
 	if (usft_init())
 		die("usft_init", errno);
 	for (int i = 0; i < 10000; i++) {

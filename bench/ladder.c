@@ -21,12 +21,14 @@
  * numbers come from one run on one machine state.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <usft/ftrace.h>
 #include <usft/usft.h>
+#include "ratio.h"
 
 #if defined(__clang__)
 #define TRACEE __attribute__((noinline, used))
@@ -195,6 +197,7 @@ static notrace double median(double *v, int n)
 	return n % 2 ? t[n / 2] : (t[n / 2 - 1] + t[n / 2]) / 2;
 }
 
+
 static notrace unsigned long copy_tramp(const char *start, const char *end, unsigned long body,
 					const char *placement)
 {
@@ -310,17 +313,32 @@ int main(int argc, char **argv)
 		printf("section=ladder case=%s ns_per_call=%.2f added_ns=%.2f x_untraced=%.2f\n",
 		       cases[i].name, m, m - base, m / base);
 	}
-	printf("ratio direct_near_added/stub_call_added=%.2f\n", stub > 0 ? near / stub : 0.0);
-	printf("ratio near_closes_gap=%.1f%% ((far-near)/(far-stub_call))\n",
-	       far - stub > 0 ? 100.0 * (far - near) / (far - stub) : 0.0);
 	{
 		double l1 = median(cases[5].samples, rounds), l16 = median(cases[8].samples, rounds);
-
 		double c1 = median(cases[10].samples, rounds), c16 = median(cases[11].samples, rounds);
+		double e_base = bench_spread(cases[0].samples, rounds);
+		double e_stub = e_base + bench_spread(cases[1].samples, rounds);
+		double e_near = e_base + bench_spread(cases[2].samples, rounds);
+		double e_far = e_base + bench_spread(cases[4].samples, rounds);
+		int noisy = 0;
 
-		printf("ratio list_ns_per_extra_ops=%.2f ((list_16-list_1)/15)\n", (l16 - l1) / 15);
-		printf("ratio callsite_ns_per_extra_ops=%.2f ((callsite_16-callsite_1)/15)\n",
-		       (c16 - c1) / 15);
+		/* each ratio with the range it can physically take: outside it,
+		 * or with a denominator the rounds' spread swallows, the machine
+		 * was too busy for it and the line says so instead of a number */
+		noisy += bench_print_ratio(stdout, "direct_near_added/stub_call_added", "%.2f", "",
+				     stub > e_stub ? near / stub : NAN, 0.0, 1e9, stub, e_near);
+		noisy += bench_print_ratio(stdout, "near_closes_gap", "%.1f%%", " ((far-near)/(far-stub_call))",
+				     far - stub > e_far + e_stub ? 100.0 * (far - near) / (far - stub) : NAN,
+				     0.0, 100.0, (far - stub) / 100.0, e_far + e_near);
+		noisy += bench_print_ratio(stdout, "list_ns_per_extra_ops", "%.2f", " ((list_16-list_1)/15)",
+				     (l16 - l1) / 15, 0.0, 1e9, 15.0,
+				     bench_spread(cases[5].samples, rounds) + bench_spread(cases[8].samples, rounds));
+		noisy += bench_print_ratio(stdout, "callsite_ns_per_extra_ops", "%.2f",
+				     " ((callsite_16-callsite_1)/15)", (c16 - c1) / 15, 0.0, 1e9, 15.0,
+				     bench_spread(cases[10].samples, rounds) + bench_spread(cases[11].samples, rounds));
+		if (noisy)
+			printf("# too noisy for %d of 4 ratios: other work ran during the rounds; run "
+			       "again on an idle machine, or with more --rounds\n", noisy);
 	}
 	return 0;
 }

@@ -1,0 +1,20 @@
+/* SPDX-License-Identifier: MIT */
+/* bench/ratio.h - ratios of medians with their noise (bench/ratio.c). */
+#ifndef USFT_BENCH_RATIO_H
+#define USFT_BENCH_RATIO_H
+
+#include <stdio.h>
+
+/* half the inter-quartile spread of @n (1-64) samples, in their unit */
+double bench_spread(const double *v, int n);
+
+/*
+ * Print "ratio NAME=VALUE HOW" on @out, or the bound with what was measured
+ * when @v is outside [@lo, @hi] by no more than @noise_ns (@ns_per_unit:
+ * ns per call per unit of @v), or "ratio NAME=noisy (...)" further out or
+ * when @v is NAN.  Return: 1 when it printed "noisy", else 0.
+ */
+int bench_print_ratio(FILE *out, const char *name, const char *fmt, const char *how,
+		      double v, double lo, double hi, double ns_per_unit, double noise_ns);
+
+#endif
