@@ -109,6 +109,20 @@ static int func_model(unsigned long func, int nr_args, struct usft_func_model *m
 			ret = usft_dwarf_func_model(obj->path, func - obj->bias, m);
 			break;
 		}
+	/* the errno alone ("No such file or directory") does not say why */
+	if (ret == -ENOENT || ret == -EOPNOTSUPP) {
+		const struct usft_elf_sym *sym = obj ? usft_elf_find_sym(&obj->elf, func - obj->bias) : NULL;
+
+		if (ret == -ENOENT)
+			pr_info("usft: usft_tramp_attach(%s): the argument count is unknown: %s has "
+				"no DWARF entry for it (ENOENT); build it with -g, or give "
+				"opts.nr_args\n", sym ? sym->name : "?", obj ? obj->path : "no object");
+		else
+			pr_info("usft: usft_tramp_attach(%s): an argument or the return value is not "
+				"in registers (struct or union by value, long double, __int128, or "
+				"more than %d arguments) (EOPNOTSUPP); trace it with an ftrace_ops "
+				"instead\n", sym ? sym->name : "?", MAX_BPF_FUNC_ARGS);
+	}
 	pthread_mutex_unlock(&ftrace_lock);
 	return ret;
 }

@@ -688,6 +688,33 @@ Test(args, object_without_debug_info_enoent_then_nr_args)
 	expect_site(tr_nodbg_mul, TT_NOP5);
 }
 
+/* what usft_log() printed, for the tests of messages */
+static char logged[4096];
+
+static notrace void log_capture(enum usft_log_level level, const char *fmt, va_list ap)
+{
+	size_t n = strlen(logged);
+
+	(void)level;
+	if (n < sizeof(logged) - 1)
+		vsnprintf(logged + n, sizeof(logged) - n, fmt, ap);
+}
+
+/* ENOENT alone reads "No such file or directory": USFT_LOG=info says why */
+Test(args, no_dwarf_is_explained_at_log_level_info)
+{
+	struct seen ex = { .nr = 3 };
+
+	setenv("USFT_LOG", "info", 1);	/* before anything logs: the level is read once */
+	usft_set_print(log_capture);
+	cr_assert_eq(usft_init(), 0);
+	tt_expect_fail(ENOENT, tr_nodbg_mul, USFT_TRAMP_FEXIT, record, &ex, -1, 0);
+	cr_expect(strstr(logged, "usft_tramp_attach(tr_nodbg_mul): the argument count is unknown"),
+		  "log: %s", logged);
+	cr_expect(strstr(logged, "no DWARF entry for it (ENOENT); build it with -g, or give "
+			 "opts.nr_args"), "log: %s", logged);
+}
+
 /* ---- error codes ------------------------------------------------------------ */
 
 Test(errors, einval)

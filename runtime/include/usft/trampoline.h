@@ -53,7 +53,8 @@ struct usft_tramp_link;
  * EINVAL not a function with a site / bad kind or options / nr_args that
  * disagrees with the function's other links, ENOENT the argument count is
  * unknown (no DWARF) and not given, EOPNOTSUPP arguments on the stack or
- * returned in memory, ENOMEM, ENODEV runtime dead.
+ * returned in memory, ENOMEM, ENODEV runtime dead.  For ENOENT and
+ * EOPNOTSUPP, USFT_LOG=info logs the function, the reason and the fix.
  */
 USFT_API struct usft_tramp_link *usft_tramp_attach(void *func, enum usft_tramp_kind kind,
 						   usft_tramp_prog_t prog, void *cookie,
