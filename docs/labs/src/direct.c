@@ -32,12 +32,14 @@ static notrace void show(const char *when)
 	usft_site_bytes(ip, b, sizeof(b));
 	memcpy(&rel, b + 1, sizeof(rel));
 	target = ip + 5 + rel;
-	if (b[0] != 0xe8)
-		printf("%-22s the site is a nop\n", when);
-	else
-		printf("%-22s the site calls %s\n", when,
+	if (b[0] == 0xe8 || b[0] == 0xe9)	/* call rel32, jmp rel32 (jmp mode) */
+		printf("%-22s the site %s %s\n", when, b[0] == 0xe8 ? "calls" : "jumps to",
 		       target == (unsigned long)tramp_a ? "tramp_a" :
 		       target == (unsigned long)tramp_b ? "tramp_b" : "a ftrace caller");
+	else if (b[0] == 0x0f && b[1] == 0x1f)	/* nopl 0x0(%rax,%rax,1) */
+		printf("%-22s the site is a nop\n", when);
+	else
+		printf("%-22s the site starts with %02x: neither a nop nor a call\n", when, b[0]);
 }
 
 static notrace long run(void)
