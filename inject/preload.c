@@ -38,12 +38,14 @@
 #include <link.h>
 #include <pthread.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <unwind.h>
@@ -405,14 +407,166 @@ static void before_exec(void)
 	errno = saved;
 }
 
+/*
+ * Children started with an environment of their own (execve(), the other
+ * exec*e, posix_spawn*) get usft's settings too, so they are traced like
+ * the rest of the run: every USFT_* variable and LD_PRELOAD as this image
+ * had them at start-up, added where @envp lacks them (the child's own
+ * values win); an LD_PRELOAD of the child's own without the shim gets ours
+ * in front.  The new vector lives in a private mapping (an exec may run in
+ * a vfork() child, where malloc() is not safe); carry_env_done() gives it
+ * back when the exec failed or the spawn returned.
+ */
+static char **carried;		/* "NAME=value" strings, NULL-terminated */
+static size_t nr_carried;
+static const char *shim_path;	/* this shim's file, as LD_PRELOAD names it */
+
+static void carry_env_init(void)
+{
+	extern char **environ;
+	size_t n = 0;
+	Dl_info di;
+
+	if (dladdr((void *)carry_env_init, &di) && di.dli_fname)
+		shim_path = di.dli_fname;
+	for (char **e = environ; e && *e; e++)
+		if (!strncmp(*e, "USFT_", 5) || !strncmp(*e, "LD_PRELOAD=", 11))
+			n++;
+	carried = calloc(n + 1, sizeof(*carried));
+	if (!carried)
+		return;
+	for (char **e = environ; e && *e && nr_carried < n; e++)
+		if (!strncmp(*e, "USFT_", 5) || !strncmp(*e, "LD_PRELOAD=", 11))
+			if ((carried[nr_carried] = strdup(*e)))
+				nr_carried++;
+}
+
+static size_t name_len(const char *kv)
+{
+	const char *eq = strchr(kv, '=');
+
+	return eq ? (size_t)(eq - kv) + 1 : strlen(kv);
+}
+
+static char *const *env_find(char *const envp[], const char *kv)
+{
+	size_t n = name_len(kv);
+
+	for (char *const *e = envp; e && *e; e++)
+		if (!strncmp(*e, kv, n))
+			return e;
+	return NULL;
+}
+
+static bool preload_has_shim(const char *val)
+{
+	const char *base = shim_path ? strrchr(shim_path, '/') : NULL;
+
+	return !shim_path || strstr(val, shim_path) || (base && strstr(val, base + 1));
+}
+
+struct env_map {
+	void *mem;
+	size_t len;
+};
+
+static char *const *carry_env(char *const envp[], struct env_map *m)
+{
+	size_t n = 0, add = 0, bytes;
+	char **out, *str = NULL;
+	char *const *ld = NULL;
+	const char *ours = NULL;
+
+	m->mem = NULL;
+	if (!nr_carried)
+		return envp;
+	for (char *const *e = envp; e && *e; e++)
+		n++;
+	for (size_t i = 0; i < nr_carried; i++) {
+		char *const *have = env_find(envp, carried[i]);
+
+		if (!strncmp(carried[i], "LD_PRELOAD=", 11)) {
+			ours = carried[i] + 11;
+			if (have && !preload_has_shim(*have + 11))
+				ld = have;
+		}
+		if (!have)
+			add++;
+	}
+	if (!add && !ld)
+		return envp;
+	bytes = (n + add + 1) * sizeof(char *);
+	if (ld)
+		bytes += strlen(*ld) + strlen(ours) + 2;
+	m->len = (bytes + 4095) & ~4095UL;
+	m->mem = mmap(NULL, m->len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m->mem == MAP_FAILED) {
+		m->mem = NULL;
+		return envp;	/* the child runs untraced rather than not at all */
+	}
+	out = m->mem;
+	if (ld) {
+		str = (char *)(out + n + add + 1);
+		sprintf(str, "LD_PRELOAD=%s %s", ours, *ld + 11);
+	}
+	n = 0;
+	for (char *const *e = envp; e && *e; e++)
+		out[n++] = e == ld ? str : *e;
+	for (size_t i = 0; i < nr_carried; i++)
+		if (!env_find(envp, carried[i]))
+			out[n++] = carried[i];
+	out[n] = NULL;
+	return out;
+}
+
+static void carry_env_done(struct env_map *m)
+{
+	if (m->mem)
+		munmap(m->mem, m->len);
+}
+
+/* an exec* that takes an environment: the call, made by exec_env() */
+struct exec_call {
+	void *real;
+	int fd;			/* fexecve, execveat */
+	const char *path;	/* execve, execvpe (a file name), execveat */
+	int flags;		/* execveat */
+	char *const *argv;
+};
+
+static int exec_env(const char *name, struct exec_call *c, char *const envp[])
+{
+	struct env_map m;
+	char *const *env;
+	int ret, saved;
+
+	if (!c->real) {
+		errno = ENOSYS;
+		return -1;
+	}
+	before_exec();
+	env = carry_env(envp, &m);
+	if (!strcmp(name, "fexecve"))
+		ret = ((fexecve_fn)c->real)(c->fd, c->argv, env);
+	else if (!strcmp(name, "execveat"))
+		ret = ((execveat_fn)c->real)(c->fd, c->path, c->argv, env, c->flags);
+	else
+		ret = ((execve_fn)c->real)(c->path, c->argv, env);
+	saved = errno;
+	carry_env_done(&m);
+	errno = saved;
+	return ret;
+}
+
 EXPORT int execve(const char *path, char *const argv[], char *const envp[])
 {
-	static execve_fn real;
+	static void *real;
+	struct exec_call c = { .path = path, .argv = argv };
 
 	if (!real)
-		real = (execve_fn)next_sym("execve");
-	before_exec();
-	return real(path, argv, envp);
+		real = next_sym("execve");
+	c.real = real;
+	return exec_env("execve", &c, envp);
 }
 
 EXPORT int execv(const char *path, char *const argv[])
@@ -437,37 +591,77 @@ EXPORT int execvp(const char *file, char *const argv[])
 
 EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
 {
-	static execve_fn real;
+	static void *real;
+	struct exec_call c = { .path = file, .argv = argv };
 
 	if (!real)
-		real = (execve_fn)next_sym("execvpe");
-	before_exec();
-	return real(file, argv, envp);
+		real = next_sym("execvpe");
+	c.real = real;
+	return exec_env("execvpe", &c, envp);
 }
 
 EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
 {
-	static fexecve_fn real;
+	static void *real;
+	struct exec_call c = { .fd = fd, .argv = argv };
 
 	if (!real)
-		real = (fexecve_fn)next_sym("fexecve");
-	before_exec();
-	return real(fd, argv, envp);
+		real = next_sym("fexecve");
+	c.real = real;
+	return exec_env("fexecve", &c, envp);
 }
 
 EXPORT int execveat(int dirfd, const char *path, char *const argv[], char *const envp[],
 		    int flags)
 {
-	static execveat_fn real;
+	static void *real;
+	struct exec_call c = { .fd = dirfd, .path = path, .flags = flags, .argv = argv };
 
 	if (!real)
-		real = (execveat_fn)next_sym("execveat");
-	if (!real) {
-		errno = ENOSYS;
-		return -1;
-	}
-	before_exec();
-	return real(dirfd, path, argv, envp, flags);
+		real = next_sym("execveat");
+	c.real = real;
+	return exec_env("execveat", &c, envp);
+}
+
+typedef int (*spawn_fn)(pid_t *, const char *, const posix_spawn_file_actions_t *,
+			const posix_spawnattr_t *, char *const[], char *const[]);
+
+/* posix_spawn returns its error and leaves errno alone */
+static int spawn_env(spawn_fn real, pid_t *pid, const char *path,
+		     const posix_spawn_file_actions_t *fa, const posix_spawnattr_t *attr,
+		     char *const argv[], char *const envp[])
+{
+	int saved = errno, ret;
+	struct env_map m;
+	char *const *env;
+
+	if (!real)
+		return ENOSYS;
+	env = carry_env(envp, &m);
+	ret = real(pid, path, fa, attr, argv, env);
+	carry_env_done(&m);
+	errno = saved;
+	return ret;
+}
+
+EXPORT int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
+		       const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+{
+	static spawn_fn real;
+
+	if (!real)
+		real = (spawn_fn)next_sym("posix_spawn");
+	return spawn_env(real, pid, path, fa, attr, argv, envp);
+}
+
+EXPORT int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa,
+			const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+{
+	static spawn_fn real;
+
+	if (!real)
+		real = (spawn_fn)next_sym("posix_spawnp");
+	return spawn_env(real, pid, file, fa, attr, argv, envp);
 }
 
 /* execl*: collect the variadic arguments, then the vector forms above */
@@ -811,6 +1005,9 @@ __attribute__((constructor)) static void usft_preload_init(void)
 		if (o.output == abs_out)
 			setenv("USFT_OUTPUT", abs_out, 1);
 	}
+	usft_self_begin();
+	carry_env_init();
+	usft_self_end();
 }
 
 __attribute__((destructor)) static void usft_preload_fini(void)

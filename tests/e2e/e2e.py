@@ -271,6 +271,15 @@ def case_reload():
         check(want in text, "%r missing:\n%s" % (want, text))
 
 
+def case_spawn():
+    """Children started with an environment of their own (posix_spawn,
+    posix_spawnp, execve and execle with an envp without usft's variables)
+    are traced too."""
+    r = graph_case("spawn", "spawn", canon=canonical_by_order)
+    # the parent, 2 spawned children, 2 forked children and their new images
+    check(r["processes"] == 7, "processes %d" % r["processes"])
+
+
 def case_fork():
     r = graph_case("fork", "fork", canon=canonical_by_order)
     check(r["processes"] == 3, "processes %d" % r["processes"])
