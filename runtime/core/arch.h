@@ -113,6 +113,57 @@ void arch_ftrace_object_removed(struct usft_object *obj);
  * never drops a live frame, and the frames it leaves are dropped as gone
  * by the next traced call from their caller.
  */
+/*
+ * The tasks-RCU span from C, what the entry and exit code of a trampoline
+ * does (core/rcu_tasks.c waits on both forms):
+ *  usft_span_enter()   entering a callback or trampoline
+ *  usft_span_exit()    leaving it
+ *  usft_span_inside()  is this thread inside one
+ * Default: usft_task.nest, and usft_task.gen bumped when it drops to 0.  An
+ * arch whose trampolines keep the split counters span_in/span_out/span_gen
+ * instead (x86-64; struct usft_task says why) defines
+ * ARCH_HAS_SPLIT_TASK_SPAN in its asm/ftrace.h.
+ */
+#ifdef ARCH_HAS_SPLIT_TASK_SPAN
+static __always_inline void usft_span_enter(void)
+{
+	usft_task.span_in++;
+	barrier();
+}
+
+static __always_inline void usft_span_exit(void)
+{
+	barrier();
+	usft_task.span_out++;
+	barrier();
+	if (usft_task.span_in == usft_task.span_out)
+		usft_task.span_gen++;
+}
+
+static __always_inline bool usft_span_inside(void)
+{
+	return READ_ONCE(usft_task.span_in) != READ_ONCE(usft_task.span_out);
+}
+#else
+static __always_inline void usft_span_enter(void)
+{
+	usft_task.nest++;
+	barrier();
+}
+
+static __always_inline void usft_span_exit(void)
+{
+	barrier();
+	if (--usft_task.nest == 0)
+		usft_task.gen++;
+}
+
+static __always_inline bool usft_span_inside(void)
+{
+	return READ_ONCE(usft_task.nest) != 0;
+}
+#endif
+
 #ifndef ARCH_HAS_FGRAPH_FRAME
 static __always_inline unsigned long *arch_fgraph_ret_slot(struct ftrace_regs *fregs)
 {

@@ -66,23 +66,19 @@
 extern const char return_to_handler[] __attribute__((weak));
 /*
  * What a hooked frame's return slot holds while the function runs:
- * return_to_handler, or (graph jmp mode, x86-64 only) ftrace_graph_jmp_ret
- * when the graph jmp caller called the body itself.
+ * return_to_handler, or (graph jmp mode: ARCH_HAS_FGRAPH_JMP_RET, x86-64)
+ * ftrace_graph_jmp_ret when the graph jmp caller called the body itself.
  */
-#ifdef __x86_64__
+#ifdef ARCH_HAS_FGRAPH_JMP_RET
 extern const char ftrace_graph_jmp_ret[];
 #define FGRAPH_JMP_RET	((unsigned long)ftrace_graph_jmp_ret)
+#else
+#define FGRAPH_JMP_RET	((unsigned long)return_to_handler)
+#endif
 static __always_inline bool fgraph_is_hook(unsigned long v)
 {
 	return v == (unsigned long)return_to_handler || v == FGRAPH_JMP_RET;
 }
-#else
-#define FGRAPH_JMP_RET	((unsigned long)return_to_handler)
-static __always_inline bool fgraph_is_hook(unsigned long v)
-{
-	return v == (unsigned long)return_to_handler;
-}
-#endif
 
 /* ---- trace clock (kernel trace_clock_local) ------------------------- */
 

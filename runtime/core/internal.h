@@ -281,39 +281,7 @@ struct usft_task {
 
 extern __thread struct usft_task usft_task;
 
-/* the tasks-RCU span from C (what the entry/exit code of a trampoline does) */
-static __always_inline void usft_span_enter(void)
-{
-#if defined(__x86_64__)
-	usft_task.span_in++;
-#else
-	usft_task.nest++;
-#endif
-	barrier();
-}
-
-static __always_inline void usft_span_exit(void)
-{
-	barrier();
-#if defined(__x86_64__)
-	usft_task.span_out++;
-	barrier();
-	if (usft_task.span_in == usft_task.span_out)
-		usft_task.span_gen++;
-#else
-	if (--usft_task.nest == 0)
-		usft_task.gen++;
-#endif
-}
-/* is this thread inside a callback or trampoline (a tasks-RCU span)? */
-static __always_inline bool usft_span_inside(void)
-{
-#if defined(__x86_64__)
-	return READ_ONCE(usft_task.span_in) != READ_ONCE(usft_task.span_out);
-#else
-	return READ_ONCE(usft_task.nest) != 0;
-#endif
-}
+/* usft_span_enter/exit/inside(): core/arch.h */
 void usft_task_register(void);
 void usft_tasks_init(void);
 void synchronize_rcu_tasks(void);

@@ -65,14 +65,10 @@ static int usft_membarrier_ok;
 
 unsigned long usft_task_tpoff(void)
 {
-	unsigned long fs;
+	/* x86-64: %fs:0 (the TCB's self pointer), arm64: tpidr_el0 */
+	unsigned long tp = (unsigned long)__builtin_thread_pointer();
 
-#if defined(__x86_64__)
-	__asm__("mov %%fs:0, %0" : "=r"(fs));
-#elif defined(__aarch64__)
-	__asm__("mrs %0, tpidr_el0" : "=r"(fs));
-#endif
-	return (unsigned long)&usft_task - fs;
+	return (unsigned long)&usft_task - tp;
 }
 
 static void tasks_list_add(struct usft_task *t)

@@ -40,17 +40,8 @@ void usft_sync_init(void);
  */
 int usft_threads_rendezvous(void (*fn)(ucontext_t *uc, void *arg), void *arg);
 
-/* the interrupted program counter of a signal context */
-static inline unsigned long usft_uc_pc(const ucontext_t *uc)
-{
-#if defined(__x86_64__)
-	return (unsigned long)uc->uc_mcontext.gregs[REG_RIP];
-#elif defined(__aarch64__)
-	return (unsigned long)uc->uc_mcontext.pc;
-#else
-	return 0;
-#endif
-}
+/* usft_uc_pc(uc): the interrupted program counter of a signal context */
+#include "asm/ptrace.h"
 int usft_threads_scan(void (*fn)(ucontext_t *uc, void *arg), void *arg,
 		      unsigned long *blocked_pc, int max, int *nblocked);
 int usft_stop_machine(int (*fn)(void *arg), void *arg, int *fn_ret);

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "core/bpf_trampoline.h"
+#include "asm/ftrace.h"
 
 /* strip typedef/const/volatile/restrict */
 static bool resolve_type(Dwarf_Die *die, Dwarf_Die *out)
@@ -130,16 +131,15 @@ static bool find_in(Dwarf_Die *parent, Dwarf_Addr addr, Dwarf_Die *out, int dept
 }
 
 /*
- * Where DW_AT_low_pc of the function at @addr may be: the symbol itself, or
- * (GCC on aarch64) just past the patchable entry NOPs: +8, or +12 after a
- * BTI C.  A function with a site is never that short, so the candidates
- * cannot name a neighbour; the exact address is tried first.
+ * Where DW_AT_low_pc of the function at @addr may be: the symbol itself,
+ * or where the arch's asm/ftrace.h says its compiler puts it
+ * (ARCH_DWARF_LOWPC_SKEW: GCC on arm64 past the patchable entry NOPs).
+ * The exact address is tried first.
  */
-#if defined(__aarch64__)
-static const unsigned long lowpc_skew[] = { 0, 8, 12 };
-#else
-static const unsigned long lowpc_skew[] = { 0 };
+#ifndef ARCH_DWARF_LOWPC_SKEW
+#define ARCH_DWARF_LOWPC_SKEW	{ 0 }
 #endif
+static const unsigned long lowpc_skew[] = ARCH_DWARF_LOWPC_SKEW;
 
 static int func_model_at(Dwarf *dbg, unsigned long addr, struct usft_func_model *m)
 {

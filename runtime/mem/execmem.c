@@ -96,11 +96,9 @@ static struct usft_window *new_window(unsigned long addr, bool far)
 		munmap((void *)addr, WINDOW_SIZE);
 		return NULL;
 	}
-	/* fill with int3 so stray jumps trap instead of sliding */
+	/* fill with trapping instructions so stray jumps trap instead of sliding */
 	if (!mprotect((void *)addr, WINDOW_SIZE, PROT_READ | PROT_WRITE)) {
-#if defined(__x86_64__)
-		memset((void *)addr, 0xcc, WINDOW_SIZE);
-#endif
+		execmem_fill_trapping_insns((void *)addr, WINDOW_SIZE);
 		if (mprotect((void *)addr, WINDOW_SIZE, PROT_READ | PROT_EXEC) &&
 		    mprotect((void *)addr, WINDOW_SIZE, PROT_READ | PROT_EXEC)) {
 			/* a window that cannot become executable is no window */

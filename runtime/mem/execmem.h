@@ -35,6 +35,14 @@ bool usft_execmem_contains(unsigned long addr);
 bool usft_window_contains(struct usft_window *w, unsigned long addr);
 struct usft_window *usft_execmem_window_of(unsigned long addr);
 
+/*
+ * execmem_fill_trapping_insns() - arch hook (arch/<arch>/text_poke.c, the
+ * kernel's hook of the same name): fill a new window, writable at that
+ * point, with what traps when executed, so a stray jump traps instead of
+ * sliding.
+ */
+void execmem_fill_trapping_insns(void *ptr, size_t size);
+
 /* reserve @len bytes placed per tramp_placement near @near_ip; ftrace_lock held */
 unsigned long usft_execmem_reserve(unsigned long near_ip, size_t len, struct usft_window **wp);
 /* fill reserved memory (inside a text window, then sync) */

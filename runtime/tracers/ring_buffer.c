@@ -154,7 +154,7 @@ static void tbuf_thread_exit(void *p)
 /* the rseq area's cpu_id (glibc >= 2.35 registers it for every thread) */
 static const volatile unsigned int *tbuf_cpu_ptr(void)
 {
-#if defined(RSEQ_SIG) && (defined(__x86_64__) || defined(__aarch64__))
+#if defined(RSEQ_SIG)
 	if (__rseq_size >= 8) {
 		char *tp = __builtin_thread_pointer();
 

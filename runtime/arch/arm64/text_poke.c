@@ -17,6 +17,7 @@
 #include <string.h>
 #include "core/internal.h"
 #include "core/text.h"
+#include "mem/execmem.h"
 #include "insn.h"
 
 static unsigned long nr_written;	/* since the last arm64_patch_finish() */
@@ -85,4 +86,14 @@ int arm64_text_copy(unsigned long dst, const void *src, size_t len, bool sync)
 	if (sync)
 		usft_sync_core();
 	return ret ? -EPERM : 0;
+}
+
+/*
+ * A new window is a fresh anonymous mapping: all zero, and the zero word is
+ * UDF #0, which traps (the kernel fills with BRK; either stops a stray jump).
+ */
+void execmem_fill_trapping_insns(void *ptr, size_t size)
+{
+	(void)ptr;
+	(void)size;
 }

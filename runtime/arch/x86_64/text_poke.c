@@ -21,6 +21,7 @@
 #include <ucontext.h>
 #include "core/internal.h"
 #include "core/text.h"
+#include "mem/execmem.h"
 #include "insn.h"
 
 struct poke_entry {
@@ -269,4 +270,10 @@ int x86_text_copy(unsigned long dst, const void *src, size_t len, bool sync)
 	if (sync)
 		usft_sync_core();
 	return ret ? -EPERM : 0;
+}
+
+/* INT3 everywhere (arch/x86/mm/init.c: execmem_fill_trapping_insns()) */
+void execmem_fill_trapping_insns(void *ptr, size_t size)
+{
+	memset(ptr, 0xcc, size);
 }

@@ -18,6 +18,14 @@
 /* DYNAMIC_FTRACE_WITH_CALL_OPS: the core maintains FTRACE_FL_CALL_OPS */
 #define USFT_HAVE_CALL_OPS		1
 
+/*
+ * GCC on arm64 puts DW_AT_low_pc of a function with a site just past the
+ * patchable entry NOPs: +8, or +12 after a BTI C (elf/dwarf.c tries these
+ * after the symbol itself).  A function with a site is never that short, so
+ * the candidates cannot name a neighbour.
+ */
+#define ARCH_DWARF_LOWPC_SKEW		{ 0, 8, 12 }
+
 /* struct ftrace_ops offsets used by ftrace_caller_ops (checked in ftrace.c) */
 #define USFT_OPS_FUNC			0
 #define USFT_OPS_DIRECT_CALL		200

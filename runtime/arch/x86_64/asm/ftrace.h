@@ -16,5 +16,12 @@
 #define MCOUNT_INSN_SIZE		5
 #define ARCH_HAS_FTRACE_REPLACE_CODE	1
 #define USFT_HAVE_WITH_REGS		1
+/* fgraph jmp mode: the graph jmp caller's own return (core/fgraph.c) */
+#define ARCH_HAS_FGRAPH_JMP_RET		1
+/*
+ * The trampolines' tasks-RCU span is the split counters span_in/span_out/
+ * span_gen (asm/entry.h; core/internal.h says why), not nest/gen.
+ */
+#define ARCH_HAS_SPLIT_TASK_SPAN	1
 
 #endif

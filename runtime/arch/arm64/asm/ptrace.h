@@ -1,0 +1,18 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * arch/arm64/asm/ptrace.h - the machine state of a signal context (the
+ * kernel's instruction_pointer() of arch/arm64/include/asm/ptrace.h, on a
+ * ucontext_t).
+ */
+#ifndef USFT_ARM64_ASM_PTRACE_H
+#define USFT_ARM64_ASM_PTRACE_H
+
+#include <ucontext.h>
+
+/* the interrupted program counter */
+static inline unsigned long usft_uc_pc(const ucontext_t *uc)
+{
+	return (unsigned long)uc->uc_mcontext.pc;
+}
+
+#endif

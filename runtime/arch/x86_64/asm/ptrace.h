@@ -1,0 +1,18 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * arch/x86_64/asm/ptrace.h - the machine state of a signal context (the
+ * kernel's instruction_pointer() of arch/x86/include/asm/ptrace.h, on a
+ * ucontext_t).
+ */
+#ifndef USFT_X86_64_ASM_PTRACE_H
+#define USFT_X86_64_ASM_PTRACE_H
+
+#include <ucontext.h>
+
+/* the interrupted program counter */
+static inline unsigned long usft_uc_pc(const ucontext_t *uc)
+{
+	return (unsigned long)uc->uc_mcontext.gregs[REG_RIP];
+}
+
+#endif
