@@ -59,7 +59,13 @@ def check_checkers(root):
              'check_links.py', False),
             ('links: a source cites a numbered section',
              ('runtime/core/arch.h', 'THE arch contract.', 'THE arch contract (see \u00a78).'),
-             'check_links.py', False)):
+             'check_links.py', False),
+            ('arch: an arch #if in core',
+             ('runtime/core/ftrace.c', '\n#include', '\n#if defined(__aarch64__)\n#endif\n#include'),
+             'check_arch.py', False),
+            ('arch: a continued arch #elif in mem',
+             ('runtime/mem/execmem.c', '\n#include', '\n#if 0\n#elif 1 && \\\n  defined(__x86_64__)\n#endif\n#include'),
+             'check_arch.py', False)):
             path = os.path.join(fake, edit[0])
             orig = open(path).read()
             for text, want in ((orig, 0), (orig.replace(edit[1], edit[2]), 1)):
