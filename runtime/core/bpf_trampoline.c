@@ -472,6 +472,15 @@ USFT_API struct usft_tramp_link *usft_tramp_attach(void *func, enum usft_tramp_k
 	pthread_mutex_lock(&tramp_mutex);
 	tr = find_tr(ip);
 	if (!tr) {
+		/*
+		 * A direct call of another owner on this function: the direct
+		 * API's -EBUSY (register_ftrace_direct()), not the batch API's
+		 * -EINVAL that trampoline_update() would report.
+		 */
+		if (ftrace_find_rec_direct(ip)) {
+			ret = -EBUSY;
+			goto fail;
+		}
 		tr = calloc(1, sizeof(*tr));
 		if (!tr) {
 			ret = -ENOMEM;

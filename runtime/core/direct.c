@@ -171,7 +171,7 @@ USFT_API int register_ftrace_direct(struct ftrace_ops *ops, unsigned long addr)
 	smp_store_release(&direct_functions, new_hash);
 
 	ops->func = call_direct_funcs;
-	ops->flags = MULTI_FLAGS | FTRACE_OPS_FL_INITIALIZED;
+	ops->flags |= MULTI_FLAGS;	/* kernel: |=, the caller's flags stay */
 	ops->trampoline = FTRACE_REGS_ADDR;
 	ops->direct_call = addr;
 	err = ftrace_startup(ops, 0);
@@ -416,7 +416,11 @@ out:
 	return usft_err(err);
 }
 
-/* every entry of @hash is in the ops' filter and in direct_functions with that target */
+/*
+ * Every entry of @hash is in the ops' filter and in direct_functions with
+ * exactly that target, jmp bit included (kernel update_ftrace_direct_del():
+ * del->direct != entry->direct refuses, so a 0 target matches nothing).
+ */
 static bool batch_entries_present(struct ftrace_ops *ops, struct ftrace_hash *hash)
 {
 	struct ftrace_func_entry *e, *d;
@@ -426,9 +430,7 @@ static bool batch_entries_present(struct ftrace_ops *ops, struct ftrace_hash *ha
 		if (!ftrace_lookup_ip(ops->func_hash->filter_hash, e->ip))
 			return false;
 		d = ftrace_lookup_ip(direct_functions, e->ip);
-		if (!d)
-			return false;
-		if (e->direct && ftrace_jmp_get(d->direct) != ftrace_jmp_get(e->direct))
+		if (!d || d->direct != e->direct)
 			return false;
 	}
 	return true;

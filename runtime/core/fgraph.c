@@ -759,7 +759,7 @@ USFT_API int register_ftrace_graph(struct fgraph_ops *gops)
 		}
 	}
 	if (idx < 0) {
-		ret = -EBUSY;
+		ret = -ENOSPC;	/* kernel: fgraph_lru_alloc_index() found no slot */
 		goto out;
 	}
 	fgraph_next_idx = (unsigned int)idx + 1;

@@ -19,7 +19,11 @@ enum regex_type {
 	MATCH_INDEX,
 };
 
-/* Shell-style glob: '*', '?', '[a-z]', '[!x]' / '[^x]', '\\' escapes. */
+/*
+ * Shell-style glob as the kernel's glob_match() (lib/glob.c): '*', '?',
+ * '[a-z]', '[!x]' (only '!' inverts: '[^x]' is the class of '^' and 'x'),
+ * '\\' escapes.
+ */
 bool usft_glob_match(const char *pat, const char *str)
 {
 	const char *back_pat = NULL, *back_str = NULL;
@@ -40,7 +44,7 @@ bool usft_glob_match(const char *pat, const char *str)
 			back_str = --str;
 			break;
 		case '[': {
-			bool match = false, inverted = (*pat == '!' || *pat == '^');
+			bool match = false, inverted = (*pat == '!');
 			const char *cls = pat + inverted;
 			unsigned char a = *cls++;
 
@@ -228,9 +232,12 @@ static int match_records(struct ftrace_hash *hash, char *tok)
 
 		if (*end || !idx)
 			return 0;
+		/*
+		 * kernel add_rec_by_index(): the index counts every record,
+		 * DISABLED ones too (they are listed in available_filter_functions'
+		 * numbering as well), and enters the one it lands on.
+		 */
 		do_for_each_ftrace_rec(pg, rec) {
-			if (rec->flags & FTRACE_FL_DISABLED)
-				continue;
 			if (--idx == 0) {
 				ret = enter_record(hash, rec, g.not);
 				return ret ? ret : 1;
@@ -433,7 +440,6 @@ USFT_API int ftrace_set_filter_ip(struct ftrace_ops *ops, unsigned long ip, int 
 USFT_API int ftrace_set_filter_ips(struct ftrace_ops *ops, unsigned long *ips, unsigned int cnt,
 				   int remove, int reset)
 {
-	if (!ips && cnt)
-		return usft_err(-EINVAL);
-	return usft_err(ftrace_set_hash(ops, NULL, 0, ips, cnt, remove, reset, 1));
+	/* kernel: a NULL @ips selects nothing (with @reset: empties the filter) */
+	return usft_err(ftrace_set_hash(ops, NULL, 0, ips, ips ? cnt : 0, remove, reset, 1));
 }

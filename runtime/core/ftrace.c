@@ -1076,9 +1076,10 @@ USFT_API int unregister_ftrace_function(struct ftrace_ops *ops)
 		cleanup_direct_functions_after_ipmodify(ops);
 	pthread_mutex_unlock(&ftrace_lock);
 	pthread_mutex_unlock(&direct_mutex);
-	/* kernel returns -1 when not found on the list; errno style: -EBUSY */
-	if (ret == -1)
-		ret = -EBUSY;
+	/*
+	 * An ENABLED ops missing from the list gets the kernel's -1 from
+	 * remove_ftrace_ops() (errno EPERM); one that is not ENABLED -EBUSY.
+	 */
 	return usft_err(ret);
 }
 

@@ -215,7 +215,7 @@ void free_ftrace_hash_rcu(struct ftrace_hash *hash);
 		for (e = (hash)->buckets[i]; e; e = e->hnext)
 
 /* ---- filters (filter.c) ----------------------------------------- */
-/* shell-style glob: *, ?, [a-z], [!x]/[^x], \\ escapes */
+/* shell-style glob as the kernel glob_match(): *, ?, [a-z], [!x], \\ escapes */
 bool usft_glob_match(const char *pat, const char *str);
 
 /* ---- tasks RCU and recursion (rcu_tasks.c, recursion.c) ------------ */

@@ -73,3 +73,45 @@ Test(site_table, corrupt_entries_are_skipped_with_a_warning)
 	usft_set_print(NULL);
 	dlclose(h);
 }
+
+/*
+ * kernel add_rec_by_index(): an index counts every record, DISABLED ones
+ * too, so some index names the disabled record (which is then in the
+ * filter but never written: ftrace_check_record() skips DISABLED).
+ */
+Test(site_table, filter_index_counts_disabled_records)
+{
+	static struct tc_counter c;
+	unsigned char before[8], after[8];
+	unsigned long ip, bad_idx = 0;
+	char idx[24];
+	void *h;
+	fn_t bad;
+
+	cr_assert_eq(usft_init(), 0);
+	usft_set_print(capture);
+	h = dlopen(CF_CORRUPT_PATH, RTLD_NOW);
+	cr_assert_not_null(h, "%s", dlerror());
+	bad = (fn_t)dlsym(h, "cf_bad_asm");
+	cr_assert_not_null(bad);
+	memcpy(before, (const void *)bad, sizeof(before));
+	for (unsigned long n = 1; n < 1000000; n++) {
+		snprintf(idx, sizeof(idx), "%lu", n);
+		if (usft_match_sites(idx, -1, &ip, 1) != 1)
+			break;
+		if (ip >= (unsigned long)bad && ip < (unsigned long)bad + 8)
+			bad_idx = n;
+	}
+	cr_assert_neq(bad_idx, 0, "no index names the disabled record");
+	snprintf(idx, sizeof(idx), "%lu", bad_idx);
+	tc_counter_init(&c, 0);
+	cr_assert_eq(tc_set_filter(&c.ops, idx, 1), 0);
+	cr_assert_eq(register_ftrace_function(&c.ops), 0);
+	cr_assert_eq(bad(1), 2);
+	memcpy(after, (const void *)bad, sizeof(after));
+	cr_assert_eq(memcmp(before, after, sizeof(before)), 0, "the disabled record was written");
+	cr_assert_eq(tc_count(&c), 0);
+	cr_assert_eq(unregister_ftrace_function(&c.ops), 0);
+	usft_set_print(NULL);
+	dlclose(h);
+}

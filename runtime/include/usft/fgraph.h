@@ -111,7 +111,7 @@ struct fgraph_ops {
 
 /**
  * register_ftrace_graph() - start calling @gops' callbacks.
- * Return: 0; -EBUSY already registered or FGRAPH_ARRAY_SIZE in use;
+ * Return: 0; -EBUSY already registered; -ENOSPC FGRAPH_ARRAY_SIZE in use;
  * -EOPNOTSUPP the architecture has no return_to_handler; -ENOMEM; any
  * error of register_ftrace_function().
  */

@@ -236,7 +236,8 @@ add_ftrace_hash_entry_direct(struct ftrace_hash *hash, unsigned long ip,
 USFT_API int update_ftrace_direct_add(struct ftrace_ops *ops, struct ftrace_hash *hash);
 /**
  * update_ftrace_direct_del() - detach the entries of @hash (each must be
- * attached to @ops with that target); the last one unregisters @ops.
+ * attached to @ops with exactly that target, jmp bit included); the last
+ * one unregisters @ops.
  * Return: 0; -EINVAL (nothing changed).
  */
 USFT_API int update_ftrace_direct_del(struct ftrace_ops *ops, struct ftrace_hash *hash);

@@ -51,7 +51,9 @@ struct usft_tramp_link;
  * @opts: NULL for defaults (nr_args from DWARF, mode auto)
  * Return: the link, or NULL and errno: E2BIG past 38 links on one function,
  * EINVAL not a function with a site / bad kind or options / nr_args that
- * disagrees with the function's other links, ENOENT the argument count is
+ * disagrees with the function's other links, EBUSY the function already has
+ * a direct call of another owner (register_ftrace_direct() or the batch
+ * API), ENOENT the argument count is
  * unknown (no DWARF) and not given, EOPNOTSUPP arguments on the stack or
  * returned in memory, ENOMEM, ENODEV runtime dead.  For ENOENT and
  * EOPNOTSUPP, USFT_LOG=info logs the function, the reason and the fix.

@@ -85,7 +85,12 @@ ftrace_regs_set_instruction_pointer(struct ftrace_regs *fregs, unsigned long ip)
 	arch_ftrace_regs(fregs)->regs.ip = ip;
 }
 
-/* Integer argument n (0-based) of the traced function, SysV order. */
+/*
+ * Integer argument n (0-based) of the traced function, SysV order; from
+ * n = 6 on the stack argument slots above the return address, as the
+ * kernel's regs_get_kernel_argument() (ftrace_regs_get_kernel_stack_nth(
+ * fregs, n - 5)).  The function must really take that many arguments.
+ */
 __usft_regs_inline unsigned long
 ftrace_regs_get_argument(struct ftrace_regs *fregs, unsigned int n)
 {
@@ -98,7 +103,10 @@ ftrace_regs_get_argument(struct ftrace_regs *fregs, unsigned int n)
 	case 3: return r->cx;
 	case 4: return r->r8;
 	case 5: return r->r9;
-	default: return 0;
+	default:
+		if (n - 5 >= USFT_STACK_NTH_MAX)
+			return 0;
+		return ((const unsigned long *)r->sp)[n - 5];
 	}
 }
 
