@@ -3,6 +3,8 @@
 #ifndef USFT_CLI_H
 #define USFT_CLI_H
 
+#include <limits.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 
@@ -22,5 +24,27 @@ int usft_usage_error(const char *cmd, const char *fmt, ...)
 /* PATH search like execvp(); Return: 0 or -1 with errno */
 int usft_find_program(const char *prog, char *out, size_t len);
 int usft_cmd_list(int argc, char **argv);
+/*
+ * Why a program recorded nothing (list.c, from its files): it has no
+ * patchable functions, or it is stripped, or they were not called.
+ */
+const char *usft_no_sites_reason(const char *path, const char *prog);
+
+/* output.c: the trace file of `usft record` */
+struct usft_out {
+	char path[PATH_MAX];	/* the file, absolute (after --follow-symlink) */
+	char name[PATH_MAX];	/* the same as the user wrote it, for messages */
+	char tmp[PATH_MAX];	/* written there, renamed to @path; "" when direct */
+	bool direct;		/* not a regular file: written as it is */
+	bool existed;
+};
+/* Return: 0, or -1 after a message (a symlink not followed, a directory, ...) */
+int usft_out_prepare(const char *output, bool follow_symlink, struct usft_out *o);
+const char *usft_out_write_path(const struct usft_out *o);
+void usft_out_abort(struct usft_out *o);		/* the program never ran */
+/* the program ran: rename, or drop an empty file (*empty); Return: 0 or -1 */
+int usft_out_commit(struct usft_out *o, bool *empty);
+void usft_record_summary(const struct usft_out *o, const char *prog, const char *progpath,
+			 bool empty);
 
 #endif

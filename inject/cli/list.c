@@ -253,6 +253,45 @@ static size_t list_object(const char *path, bool is_main, const char *glob, FILE
 	return n;
 }
 
+/* sites of @path, and how many of them a function symbol names */
+static void count_sites(const char *path, size_t *nsites, size_t *named)
+{
+	struct usft_elf_info info;
+	struct sites s = { 0 };
+
+	*nsites = *named = 0;
+	if (read_sites(path, &s) || !s.n) {
+		free(s.addr);
+		return;
+	}
+	*nsites = s.n;
+	if (!usft_elf_read(path, &info)) {
+		for (size_t i = 0; i < s.n; i++)
+			*named += usft_elf_find_sym(&info, s.addr[i]) != NULL;
+		usft_elf_free(&info);
+	}
+	free(s.addr);
+}
+
+const char *usft_no_sites_reason(const char *path, const char *prog)
+{
+	static char why[PATH_MAX + 320];
+	size_t nsites, named;
+
+	count_sites(path, &nsites, &named);
+	if (nsites && !named)
+		snprintf(why, sizeof(why), "%s is stripped: its %zu patchable functions have no "
+			 "symbol names, so none can be named or traced; use the unstripped "
+			 "binary (strip --strip-debug keeps the symbol table)", prog, nsites);
+	else if (!nsites)
+		snprintf(why, sizeof(why), "%s has no patchable functions (build it with the "
+			 "patch flags: pkg-config --variable=patch_cflags usft)", prog);
+	else
+		snprintf(why, sizeof(why), "none of the %zu patchable functions of %s ran (or "
+			 "-l/-n left none of them)", named, prog);
+	return why;
+}
+
 int usft_cmd_list(int argc, char **argv)
 {
 	const char *prog = NULL, *glob = NULL;
@@ -293,7 +332,6 @@ int usft_cmd_list(int argc, char **argv)
 	}
 	free(objs);
 	if (!total && !glob)
-		fprintf(stderr, "usft: %s has no patchable functions (build it with the patch "
-			"flags: pkg-config --variable=patch_cflags usft)\n", prog);
+		fprintf(stderr, "usft: %s\n", usft_no_sites_reason(path, prog));
 	return 0;
 }

@@ -54,11 +54,12 @@ static const struct {
 	  "  -n, --notrace GLOB       do not trace matching functions (repeatable)\n"
 	  "  -g, --graph-function F   function_graph: only F and what it calls (repeatable)\n"
 	  "      --max-graph-depth N  function_graph: record N levels at most (0..1024)\n"
-	  "  -o, --output FILE        trace file (default usft.dat)\n"
+	  "  -o, --output FILE        trace file (default usft.dat), replaced once PROG ran\n"
 	  "  -b, --buffer-size KB     ring buffer per thread in KiB, 4..16777216 (default 65536)\n"
 	  "  -C, --clock CLOCK        auto, mono (clock_gettime) or counter (cycle counter)\n"
 	  "  -O, --option NAME=VALUE  runtime option (see `usft stat`), repeatable\n"
 	  "      --prefault           fault in the first thread's ring before PROG runs\n"
+	  "      --follow-symlink     -o FILE may be a symbolic link: replace what it points to\n"
 	  "  -q, --quiet              no summary line\n"
 	  "Exit status: PROG's; 125 usft failed, 126 PROG not executable, 127 not found,\n"
 	  "128+N PROG killed by signal N.\n" },
@@ -233,36 +234,6 @@ static void append(char **list, const char *item)
 	*list = p;
 }
 
-static void print_summary(const char *file, const char *prog)
-{
-	struct usft_trace t;
-	int r = usft_trace_read(file, &t, false);
-
-	if (r == -EINVAL || r == -ENODATA || (!r && !t.nsess)) {
-		fprintf(stderr, "usft: nothing recorded: %s has no patchable functions "
-			"(build it with the patch flags)\n", prog);
-		if (!r)
-			usft_trace_free(&t);
-		return;
-	}
-	if (r) {
-		fprintf(stderr, "usft: cannot read %s: %s\n", file, strerror(-r));
-		return;
-	}
-	for (size_t i = 0; i < t.nsess; i++) {
-		const struct usft_rsession *s = &t.sess[i];
-
-		if (s->unmatched && *s->unmatched)
-			fprintf(stderr, "usft: warning: -l %s matched no function in %s-%d\n",
-				s->unmatched, s->comm ? s->comm : "?", s->pid);
-	}
-	fprintf(stderr, "usft: %llu events, %llu lost, %zu process%s, file %s (%s)%s\n",
-		(unsigned long long)t.events, (unsigned long long)t.lost, t.nsess,
-		t.nsess == 1 ? "" : "es", file, usft_trace_tracer(&t),
-		t.truncated ? " [truncated]" : "");
-	usft_trace_free(&t);
-}
-
 static int cmd_record(int argc, char **argv)
 {
 	static const struct option lo[] = {
@@ -278,15 +249,18 @@ static int cmd_record(int argc, char **argv)
 		{ "option", required_argument, NULL, 'O' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "prefault", no_argument, NULL, 'P' },
+		{ "follow-symlink", no_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	const char *tracer = "function", *output = "usft.dat", *clk = NULL;
 	char *filter = NULL, *notrace_list = NULL, *graph = NULL, *options = NULL;
-	char preload[PATH_MAX], out_abs[PATH_MAX], progpath[PATH_MAX], num[32];
+	char preload[PATH_MAX], progpath[PATH_MAX], num[32];
 	long long depth = 0, bufkb = 0;
-	bool quiet = false, prefault = false;
-	int c, fd, status, rc;
+	bool quiet = false, prefault = false, follow = false, empty;
+	struct usft_out out;
+	int c, status, rc, ep[2], exec_err = 0;
+	ssize_t n;
 	pid_t pid;
 
 	optind = 1;
@@ -349,6 +323,9 @@ static int cmd_record(int argc, char **argv)
 		case 'P':
 			prefault = true;
 			break;
+		case 'S':
+			follow = true;
+			break;
 		case 'h':
 			usft_usage(stdout, "record");
 			return 0;
@@ -366,35 +343,27 @@ static int cmd_record(int argc, char **argv)
 		fprintf(stderr, "usft: cannot find %s (set USFT_PRELOAD)\n", USFT_PRELOAD_NAME);
 		return USFT_EXIT_RECORD_FAIL;
 	}
-	if (output[0] != '/') {
-		char cwd[PATH_MAX];
-
-		if (!getcwd(cwd, sizeof(cwd)) ||
-		    snprintf(out_abs, sizeof(out_abs), "%s/%s", cwd, output) >= (int)sizeof(out_abs)) {
-			fprintf(stderr, "usft: %s: path too long\n", output);
-			return USFT_EXIT_RECORD_FAIL;
-		}
-	} else {
-		snprintf(out_abs, sizeof(out_abs), "%s", output);
-	}
-	/* a fresh private file (traces can hold sensitive data); every process
-	 * of the run appends to it */
-	fd = open(out_abs, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0) {
-		fprintf(stderr, "usft: %s: %s\n", output, strerror(errno));
-		return USFT_EXIT_RECORD_FAIL;
-	}
-	close(fd);
+	/* the program first: a missing one must not cost an existing trace */
 	if (usft_find_program(argv[optind], progpath, sizeof(progpath))) {
 		int e = errno;
 
 		fprintf(stderr, "usft: %s: %s\n", argv[optind], strerror(e));
 		return e == ENOENT ? USFT_EXIT_NOTFOUND : USFT_EXIT_NOEXEC;
 	}
-
+	/* a private temporary file (traces hold sensitive data) that every
+	 * process of the run appends to; FILE itself only once it ran */
+	if (usft_out_prepare(output, follow, &out))
+		return USFT_EXIT_RECORD_FAIL;
+	/* tells the parent whether execv() failed (closed by a successful one) */
+	if (pipe2(ep, O_CLOEXEC)) {
+		fprintf(stderr, "usft: pipe: %s\n", strerror(errno));
+		usft_out_abort(&out);
+		return USFT_EXIT_RECORD_FAIL;
+	}
 	pid = fork();
 	if (pid < 0) {
 		fprintf(stderr, "usft: fork: %s\n", strerror(errno));
+		usft_out_abort(&out);
 		return USFT_EXIT_RECORD_FAIL;
 	}
 	if (pid == 0) {
@@ -408,7 +377,8 @@ static int cmd_record(int argc, char **argv)
 			append(&lp, old);
 		setenv("LD_PRELOAD", lp, 1);
 		setenv("USFT_TRACER", tracer, 1);
-		setenv("USFT_OUTPUT", out_abs, 1);
+		close(ep[0]);
+		setenv("USFT_OUTPUT", usft_out_write_path(&out), 1);
 		setenv("USFT_APPEND", "1", 1);
 		if (filter)
 			setenv("USFT_FILTER", filter, 1);
@@ -442,35 +412,44 @@ static int cmd_record(int argc, char **argv)
 		signal(SIGINT, SIG_DFL);
 		signal(SIGQUIT, SIG_DFL);
 		execv(progpath, argv + optind);
-		fprintf(stderr, "usft: %s: %s\n", argv[optind], strerror(errno));
-		_exit(errno == ENOENT ? USFT_EXIT_NOTFOUND : USFT_EXIT_NOEXEC);
+		exec_err = errno;
+		if (write(ep[1], &exec_err, sizeof(exec_err)) < 0)
+			fprintf(stderr, "usft: %s: %s\n", argv[optind], strerror(exec_err));
+		_exit(exec_err == ENOENT ? USFT_EXIT_NOTFOUND : USFT_EXIT_NOEXEC);
 	}
 	/* the terminal's ^C reaches PROG; we stay to write the summary */
 	signal(SIGINT, SIG_IGN);
 	signal(SIGQUIT, SIG_IGN);
+	close(ep[1]);
+	do {
+		n = read(ep[0], &exec_err, sizeof(exec_err));
+	} while (n < 0 && errno == EINTR);
+	close(ep[0]);
+	if (n != sizeof(exec_err))
+		exec_err = 0;	/* EOF: the program runs */
 	while (waitpid(pid, &status, 0) < 0) {
 		if (errno != EINTR) {
 			fprintf(stderr, "usft: waitpid: %s\n", strerror(errno));
 			return USFT_EXIT_RECORD_FAIL;
 		}
 	}
-	if (WIFEXITED(status) && (WEXITSTATUS(status) == USFT_EXIT_NOTFOUND ||
-				  WEXITSTATUS(status) == USFT_EXIT_NOEXEC)) {
-		struct stat st;
-
-		/* exec failed in the child: nothing was written */
-		if (!stat(out_abs, &st) && st.st_size == 0)
-			return WEXITSTATUS(status);
+	if (exec_err) {
+		/* it never ran: nothing was written, FILE is as it was */
+		fprintf(stderr, "usft: %s: %s\n", argv[optind], strerror(exec_err));
+		usft_out_abort(&out);
+		return exec_err == ENOENT ? USFT_EXIT_NOTFOUND : USFT_EXIT_NOEXEC;
 	}
-	if (!quiet)
-		print_summary(output, argv[optind]);
+	if (usft_out_commit(&out, &empty))
+		rc = USFT_EXIT_RECORD_FAIL;
+	else
+		rc = WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
+	if (!quiet && rc != USFT_EXIT_RECORD_FAIL)
+		usft_record_summary(&out, argv[optind], progpath, empty);
 	free(filter);
 	free(notrace_list);
 	free(graph);
 	free(options);
-	if (WIFSIGNALED(status))
-		return 128 + WTERMSIG(status);
-	return WEXITSTATUS(status);
+	return rc;
 }
 
 /* ---- report, stat --------------------------------------------------------------- */
@@ -536,7 +515,8 @@ static int cmd_report(int argc, char **argv)
 	}
 	r = strcmp(format, "json") ? usft_print_text(out, &t, flags) : usft_print_json(out, &t, flags);
 	if (t.truncated)
-		fprintf(stderr, "usft: %s ends inside a chunk (a process died while writing)\n", input);
+		fprintf(stderr, "usft: %s ends inside a chunk: a process was killed while writing "
+			"it, or the disk filled up (ENOSPC); what came before is shown\n", input);
 	usft_trace_free(&t);
 	if (fflush(out) || (out != stdout && fclose(out)))
 		r = -1;

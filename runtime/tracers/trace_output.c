@@ -96,7 +96,8 @@ static void print_header(FILE *out, struct usft_trace *t, const char *tracer)
 	if (t->lost)
 		fprintf(out, "# lost events: %" PRIu64 "\n", t->lost);
 	if (t->truncated)
-		fprintf(out, "# the trace file ends inside a chunk (a process died while writing)\n");
+		fprintf(out, "# the trace file ends inside a chunk (a process killed while writing, "
+			"or a full disk)\n");
 	fprintf(out, "#\n");
 }
 

@@ -25,7 +25,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
@@ -89,6 +91,43 @@ bool usft_tracer_active(void)
 
 /* ---- chunks ---------------------------------------------------------- */
 
+/* a short write sets no errno: a full file system, or the file size limit */
+static int short_write_cause(void)
+{
+	struct statvfs v;
+	struct rlimit rl;
+	struct stat st;
+
+	if (!fstatvfs(S.fd, &v) && (unsigned long long)v.f_bavail * v.f_frsize < 65536)
+		return ENOSPC;
+	if (!getrlimit(RLIMIT_FSIZE, &rl) && rl.rlim_cur != RLIM_INFINITY && !fstat(S.fd, &st) &&
+	    (unsigned long long)st.st_size + 65536 >= rl.rlim_cur)
+		return EFBIG;
+	return EIO;
+}
+
+/*
+ * The trace cannot be written any more (disk full, file size limit, a
+ * device that refuses it): stop writing in this process and say so once,
+ * on stderr, with write(2) (the writer thread must not take stdio's lock).
+ * A short write leaves its chunk cut: readers stop there.
+ */
+static void write_failed(int err, bool cut)
+{
+	char msg[PATH_MAX + 384];
+	int n;
+
+	S.write_error = err ? err : EIO;
+	n = snprintf(msg, sizeof(msg), "usft: %s: %s%s: recording stopped in process %d; the "
+		     "file keeps the chunks written before%s\n", S.output,
+		     S.write_error == ENOSPC ? "the disk is full (ENOSPC)" :
+		     S.write_error == EFBIG ? "file size limit reached (EFBIG)" : "write failed: ",
+		     S.write_error == ENOSPC || S.write_error == EFBIG ? "" : strerror(S.write_error),
+		     S.pid, cut ? " (its last one is cut)" : "");
+	if (n > 0 && write(2, msg, (size_t)n < sizeof(msg) ? (size_t)n : sizeof(msg) - 1) < 0)
+		return;	/* nowhere left to say it */
+}
+
 static void write_chunk(unsigned int type, int tid, uint64_t arg, struct iovec *iov, int n)
 {
 	static const char zero[8];
@@ -122,7 +161,7 @@ static void write_chunk(unsigned int type, int tid, uint64_t arg, struct iovec *
 	} while (r < 0 && errno == EINTR);
 	/* a short write (disk full) would let other processes interleave: stop */
 	if (r != (ssize_t)total)
-		S.write_error = r < 0 ? errno : EIO;
+		write_failed(r < 0 ? errno : short_write_cause(), r > 0);
 }
 
 static void write_text_chunk(unsigned int type, const char *text)
@@ -390,7 +429,7 @@ static void check_fd(void)
 	}
 	S.fd = fd;	/* not ours any more: never close the old number */
 	if (fd < 0 || fstat(fd, &st)) {
-		S.write_error = EBADF;
+		write_failed(fd < 0 ? errno : EBADF, false);
 		return;
 	}
 	S.fd_dev = st.st_dev;

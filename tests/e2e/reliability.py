@@ -8,6 +8,7 @@ reliability.py CASE --usft PATH --tracees DIR --golden DIR --work DIR.
 """
 import os
 import re
+import shutil
 import struct
 import subprocess
 import sys
@@ -193,6 +194,123 @@ def case_numeric_options():
     rc, out, err = run([tracee("nest")], env=preload_env({"USFT_BUFFER_SIZE": "4K",
                                                           "USFT_MAX_THREADS": "4"}))
     check(rc == rc0 and not err, "USFT_BUFFER_SIZE=4K: rc %d %r" % (rc, err))
+
+
+def work(name):
+    return os.path.join(e2e.ARGS.work, name)
+
+
+def read(name):
+    with open(work(name), "rb") as f:
+        return f.read()
+
+
+def no_temp_left():
+    left = [f for f in os.listdir(e2e.ARGS.work) if ".usft-" in f]
+    check(not left, "temporary trace files left behind: %s" % left)
+
+
+def case_record_output():
+    """`usft record -o FILE` replaces FILE only once the program ran and wrote
+    a trace; a symbolic link is not followed unless --follow-symlink."""
+    rc, _, err = usft("record", "-q", "-o", "keep.dat", tracee("nest"))
+    check(rc == 0, "first recording: %d %s" % (rc, err))
+    os.chmod(work("keep.dat"), 0o640)
+    before = read("keep.dat")
+    noexec = work("noexec")
+    with open(noexec, "w") as f:
+        f.write("#!/bin/sh\n")
+    os.chmod(noexec, 0o644)
+    for prog, want in (("/nonexistent", 127), (noexec, 126), ("no-such-program-here", 127)):
+        rc, _, err = usft("record", "-o", "keep.dat", prog)
+        check(rc == want, "%s: rc %d, want %d (%s)" % (prog, rc, want, err))
+        check(read("keep.dat") == before, "%s: the existing trace was changed" % prog)
+        no_temp_left()
+    # a program that records nothing leaves it (and does not make a new one)
+    rc, _, err = usft("record", "-o", "keep.dat", "--", "sh", "-c", "exit 3")
+    check(rc == 3 and read("keep.dat") == before and "keep.dat left as it was" in err,
+          "nothing recorded: rc %d %r" % (rc, err))
+    rc, _, err = usft("record", "-o", "new.dat", "--", "sh", "-c", "exit 0")
+    check(rc == 0 and not os.path.exists(work("new.dat")) and "not created" in err,
+          "nothing recorded, new file: rc %d %r" % (rc, err))
+    no_temp_left()
+    # replaced when complete, with the old file's mode
+    rc, _, err = usft("record", "-o", "keep.dat", "-p", "function_graph", tracee("nest"))
+    check(rc == 0 and "24 events" in err and read("keep.dat") != before, "rerecord: %s" % err)
+    check(os.stat(work("keep.dat")).st_mode & 0o777 == 0o640, "mode not kept")
+    no_temp_left()
+    # a symbolic link: refused, the file it points to untouched
+    with open(work("victim.txt"), "w") as f:
+        f.write("precious\n")
+    os.symlink("victim.txt", work("link.dat"))
+    rc, _, err = usft("record", "-o", "link.dat", tracee("nest"))
+    check(rc == 125 and "symbolic link" in err and "--follow-symlink" in err,
+          "symlink: rc %d %r" % (rc, err))
+    check(read("victim.txt") == b"precious\n", "the link's target was written")
+    no_temp_left()
+    rc, _, err = usft("record", "--follow-symlink", "-o", "link.dat", tracee("nest"))
+    check(rc == 0 and os.path.islink(work("link.dat")), "--follow-symlink: %d %s" % (rc, err))
+    rc, out, err = usft("report", "-i", "victim.txt")
+    check(rc == 0 and "outer <-main" in out, "--follow-symlink wrote no trace: %s" % err)
+    os.symlink("made.dat", work("dangling.dat"))
+    rc, _, err = usft("record", "--follow-symlink", "-o", "dangling.dat", tracee("nest"))
+    check(rc == 0 and os.path.getsize(work("made.dat")) > 0, "dangling link: %s" % err)
+    os.mkdir(work("adir"))
+    rc, _, err = usft("record", "-o", "adir", tracee("nest"))
+    check(rc == 125 and "directory" in err, "-o DIR: rc %d %r" % (rc, err))
+    no_temp_left()
+
+
+def case_output_errors():
+    """A trace that cannot be written says why: /dev/full and a full disk are
+    ENOSPC (not "no patchable functions", not "a process died")."""
+    rc0, out0, _ = run([tracee("nest")])
+    rc, out, err = usft("record", "-o", "/dev/full", tracee("nest"))
+    check(rc == rc0 and out == out0, "/dev/full: rc %d" % rc)
+    check("ENOSPC" in err and "no patchable" not in err, "/dev/full: %r" % err)
+    # a real full file system: a 64 KiB tmpfs (root), else a file size limit
+    mnt = work("small")
+    os.mkdir(mnt)
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", mnt],
+                             capture_output=True).returncode == 0
+    try:
+        if mounted:
+            rc, out, err = usft("record", "-o", os.path.join(mnt, "t.dat"), tracee("loop"),
+                                "200000")
+            want = ("the disk is full (ENOSPC)", "is full (ENOSPC)")
+        else:
+            import resource
+            import signal
+
+            def limit():
+                signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+                resource.setrlimit(resource.RLIMIT_FSIZE, (65536, 65536))
+            p = subprocess.run([e2e.ARGS.usft, "record", "-o", os.path.join(mnt, "t.dat"),
+                                tracee("loop"), "200000"], capture_output=True,
+                               preexec_fn=limit, cwd=e2e.ARGS.work)
+            rc, err = p.returncode, p.stderr.decode()
+            want = ("file size limit reached (EFBIG)", "did not finish the trace")
+        check(rc == 0, "full disk: rc %d %s" % (rc, err))
+        for w in want:
+            check(w in err, "full disk: %r not said:\n%s" % (w, err))
+        check("died" not in err, "full disk reported as a death:\n" + err)
+        rc, out, err = usft("report", "-i", os.path.join(mnt, "t.dat"))
+        check(rc == 0 and ("ENOSPC" in err or not err), "report of the full trace: %s" % err)
+    finally:
+        if mounted:
+            subprocess.run(["umount", mnt])
+
+
+def case_stripped():
+    """A stripped program: `usft record` and `usft list` say it is stripped
+    and what to do (it used to record 0 events without a word)."""
+    prog = work("nest-stripped")
+    shutil.copy(tracee("nest"), prog)
+    subprocess.run(["strip", prog], check=True)
+    rc, out, err = usft("record", "-o", "s.dat", prog)
+    check(rc == 0 and "is stripped" in err and "--strip-debug" in err, "record: %r" % err)
+    rc, out, err = usft("list", "-f", prog)
+    check(rc == 0 and "is stripped" in err and "patch flags" not in err, "list: %r" % err)
 
 
 CASES = {k[5:]: v for k, v in globals().items() if k.startswith("case_")}
