@@ -423,12 +423,17 @@ USFT_API struct usft_tramp_link *usft_tramp_attach(void *func, enum usft_tramp_k
 						   usft_tramp_prog_t prog, void *cookie,
 						   const struct usft_tramp_opts *opts)
 {
+	USFT_API_ENTER(busy);
 	struct usft_trampoline *tr;
 	struct usft_tramp_link *link;
 	int nr_args = -1, mode = USFT_TRAMP_MODE_AUTO, ret;
 	unsigned long ip;
 	bool new_tr = false;
 
+	if (busy) {
+		errno = -busy;
+		return NULL;
+	}
 	if (!func || !prog || (unsigned)kind > USFT_TRAMP_FMODRET) {
 		errno = EINVAL;
 		return NULL;
@@ -531,10 +536,13 @@ fail:
 
 USFT_API int usft_tramp_detach(struct usft_tramp_link *link)
 {
+	USFT_API_ENTER(busy);
 	struct usft_trampoline *tr;
 	struct usft_tramp_link **pp;
 	int ret;
 
+	if (busy)
+		return usft_err(busy);
 	if (!link || !link->tr)
 		return usft_err(-EINVAL);
 	pthread_mutex_lock(&tramp_mutex);

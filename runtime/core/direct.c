@@ -131,11 +131,14 @@ static void publish_direct(struct ftrace_hash *new)
 
 USFT_API int register_ftrace_direct(struct ftrace_ops *ops, unsigned long addr)
 {
+	USFT_API_ENTER(busy);
 	struct ftrace_hash *hash, *new_hash, *old;
 	struct ftrace_func_entry *e;
 	unsigned long i;
 	int err;
 
+	if (busy)
+		return usft_err(busy);
 	if (!ops || !addr)
 		return usft_err(-EINVAL);
 	err = ftrace_lazy_init();
@@ -194,9 +197,12 @@ out:
 USFT_API int unregister_ftrace_direct(struct ftrace_ops *ops, unsigned long addr,
 				      bool free_filters)
 {
+	USFT_API_ENTER(busy);
 	struct ftrace_hash *hash, *new;
 	int err;
 
+	if (busy)
+		return usft_err(busy);
 	if (!ops)
 		return usft_err(-EINVAL);
 	err = ftrace_lazy_init();
@@ -316,12 +322,20 @@ static int modify_direct(struct ftrace_ops *ops, unsigned long addr, bool lock)
 
 USFT_API int modify_ftrace_direct(struct ftrace_ops *ops, unsigned long addr)
 {
+	USFT_API_ENTER(busy);
+
+	if (busy)
+		return usft_err(busy);
 	return usft_err(modify_direct(ops, addr, true));
 }
 
 /* caller holds direct_mutex (e.g. from inside an ops_func) */
 USFT_API int modify_ftrace_direct_nolock(struct ftrace_ops *ops, unsigned long addr)
 {
+	USFT_API_ENTER(busy);
+
+	if (busy)
+		return usft_err(busy);
 	return usft_err(modify_direct(ops, addr, false));
 }
 
@@ -329,12 +343,15 @@ USFT_API int modify_ftrace_direct_nolock(struct ftrace_ops *ops, unsigned long a
 
 USFT_API int update_ftrace_direct_add(struct ftrace_ops *ops, struct ftrace_hash *hash)
 {
+	USFT_API_ENTER(busy);
 	struct ftrace_hash *new_direct, *old_direct, *new_filter;
 	struct ftrace_func_entry *e;
 	unsigned long i;
 	bool first;
 	int err;
 
+	if (busy)
+		return usft_err(busy);
 	if (!ops || ftrace_hash_empty(hash))
 		return usft_err(-EINVAL);
 	err = ftrace_lazy_init();
@@ -438,11 +455,14 @@ static bool batch_entries_present(struct ftrace_ops *ops, struct ftrace_hash *ha
 
 USFT_API int update_ftrace_direct_del(struct ftrace_ops *ops, struct ftrace_hash *hash)
 {
+	USFT_API_ENTER(busy);
 	struct ftrace_hash *new_filter = NULL, *new_direct;
 	struct ftrace_func_entry *e, *f;
 	unsigned long i;
 	int err;
 
+	if (busy)
+		return usft_err(busy);
 	if (!ops || ftrace_hash_empty(hash))
 		return usft_err(-EINVAL);
 	err = ftrace_lazy_init();
@@ -498,10 +518,13 @@ out:
 USFT_API int update_ftrace_direct_mod(struct ftrace_ops *ops, struct ftrace_hash *hash,
 				      bool do_direct_lock)
 {
+	USFT_API_ENTER(busy);
 	struct ftrace_func_entry *e;
 	unsigned long i;
 	int err;
 
+	if (busy)
+		return usft_err(busy);
 	if (!ops || ftrace_hash_empty(hash))
 		return usft_err(-EINVAL);
 	err = ftrace_lazy_init();

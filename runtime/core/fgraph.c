@@ -731,8 +731,11 @@ USFT_API void usft_fgraph_unwind_end(unsigned long sp)
 
 USFT_API int register_ftrace_graph(struct fgraph_ops *gops)
 {
+	USFT_API_ENTER(busy);
 	int ret, idx = -1;
 
+	if (busy)
+		return usft_err(busy);
 	if (!gops)
 		return usft_err(-EINVAL);
 	if (!return_to_handler)
@@ -781,8 +784,14 @@ out:
 
 USFT_API void unregister_ftrace_graph(struct fgraph_ops *gops)
 {
+	USFT_API_ENTER(busy);
 	int idx;
 
+	if (busy) {
+		pr_warn("usft: %s() from inside a callback or from a signal handler that "
+			"interrupted an update: refused (EDEADLK)\n", __func__);
+		return;
+	}
 	if (!gops)
 		return;
 	pthread_mutex_lock(&fgraph_lock);

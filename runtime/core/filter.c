@@ -385,11 +385,14 @@ static int cmp_ulong(const void *a, const void *b)
  */
 USFT_API int usft_match_sites(const char *buf, int len, unsigned long *ips, size_t max)
 {
+	USFT_API_ENTER(busy);
 	struct ftrace_func_entry *e;
 	struct ftrace_hash *hash;
 	size_t n = 0;
 	int ret;
 
+	if (busy)
+		return usft_err(busy);
 	if (!buf || (!ips && max))
 		return usft_err(-EINVAL);
 	ret = ftrace_lazy_init();
@@ -424,22 +427,38 @@ out:
 
 USFT_API int ftrace_set_filter(struct ftrace_ops *ops, unsigned char *buf, int len, int reset)
 {
+	USFT_API_ENTER(busy);
+
+	if (busy)
+		return usft_err(busy);
 	return usft_err(ftrace_set_hash(ops, buf, len, NULL, 0, 0, reset, 1));
 }
 
 USFT_API int ftrace_set_notrace(struct ftrace_ops *ops, unsigned char *buf, int len, int reset)
 {
+	USFT_API_ENTER(busy);
+
+	if (busy)
+		return usft_err(busy);
 	return usft_err(ftrace_set_hash(ops, buf, len, NULL, 0, 0, reset, 0));
 }
 
 USFT_API int ftrace_set_filter_ip(struct ftrace_ops *ops, unsigned long ip, int remove, int reset)
 {
+	USFT_API_ENTER(busy);
+
+	if (busy)
+		return usft_err(busy);
 	return usft_err(ftrace_set_hash(ops, NULL, 0, &ip, 1, remove, reset, 1));
 }
 
 USFT_API int ftrace_set_filter_ips(struct ftrace_ops *ops, unsigned long *ips, unsigned int cnt,
 				   int remove, int reset)
 {
+	USFT_API_ENTER(busy);
+
+	if (busy)
+		return usft_err(busy);
 	/* kernel: a NULL @ips selects nothing (with @reset: empties the filter) */
 	return usft_err(ftrace_set_hash(ops, NULL, 0, ips, ips ? cnt : 0, remove, reset, 1));
 }

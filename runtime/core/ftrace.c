@@ -885,6 +885,13 @@ int ftrace_hash_move_and_update_ops(struct ftrace_ops *ops, struct ftrace_hash *
 
 USFT_API void ftrace_free_filter(struct ftrace_ops *ops)
 {
+	USFT_API_ENTER(busy);
+
+	if (busy) {
+		pr_warn("usft: %s() from inside a callback or from a signal handler that "
+			"interrupted an update: refused (EDEADLK)\n", __func__);
+		return;
+	}
 	if (!ops || ftrace_lazy_init())
 		return;
 	ftrace_ops_init(ops);
@@ -1039,8 +1046,11 @@ void cleanup_direct_functions_after_ipmodify(struct ftrace_ops *ops);
 
 USFT_API int register_ftrace_function(struct ftrace_ops *ops)
 {
+	USFT_API_ENTER(busy);
 	int ret;
 
+	if (busy)
+		return usft_err(busy);
 	if (!ops)
 		return usft_err(-EINVAL);
 	ret = ftrace_lazy_init();
@@ -1061,8 +1071,11 @@ USFT_API int register_ftrace_function(struct ftrace_ops *ops)
 
 USFT_API int unregister_ftrace_function(struct ftrace_ops *ops)
 {
+	USFT_API_ENTER(busy);
 	int ret;
 
+	if (busy)
+		return usft_err(busy);
 	if (!ops)
 		return usft_err(-EINVAL);
 	ret = ftrace_lazy_init();
@@ -1086,9 +1099,12 @@ USFT_API int unregister_ftrace_function(struct ftrace_ops *ops)
 /* kernel.ftrace_enabled sysctl */
 USFT_API int usft_set_ftrace_enabled(int enabled)
 {
+	USFT_API_ENTER(busy);
 	struct ftrace_ops *op;
 	int ret;
 
+	if (busy)
+		return usft_err(busy);
 	ret = ftrace_lazy_init();
 	if (ret)
 		return usft_err(ret);

@@ -232,7 +232,7 @@ struct usft_task {
 	unsigned long recursion;	/* trace_recursion bits */
 	int state;			/* 0 unknown, 1 registering, 2 registered */
 	int sig_depth;			/* nested signal handlers (context level) */
-	int slot;			/* unused */
+	int api_depth;			/* update-lock API calls in progress (usft_api_enter) */
 	int in_tramp_prog;		/* inside a trampoline callback (bpf_jit.c) */
 	/*
 	 * Trampoline images whose original function this thread is inside
@@ -267,6 +267,7 @@ struct usft_task {
 	struct usft_task *incoming;
 	struct usft_task *reg_next, *reg_prev;
 	bool listed;
+	int api_sig_depth;		/* sig_depth of the outermost API call */
 };
 #define USFT_ORIG_MAX		16
 #define USFT_TASK_NEST		0
@@ -282,6 +283,30 @@ struct usft_task {
 extern __thread struct usft_task usft_task;
 
 /* usft_span_enter/exit/inside(): core/arch.h */
+
+/*
+ * usft_api_enter() - start of a public call that takes the update locks
+ * (and may wait for a grace period or a rendezvous).  -EDEADLK when made
+ * from inside a callback or trampoline (an update holding the locks may be
+ * waiting for this very thread to leave it) or from a signal handler that
+ * interrupted such a call on this thread (the recursive update lock would
+ * let it into a half-done update).  The kernel forbids both too (a mutex
+ * in atomic context, lockdep); docs/design.md.  Calls nested on the same
+ * context (an ops_func calling modify_ftrace_direct_nolock()) pass.
+ */
+int usft_api_enter(void);
+
+static __always_inline void usft_api_leave(int *entered)
+{
+	barrier();
+	if (!*entered)
+		usft_task.api_depth--;
+}
+
+/* int err = the result of usft_api_enter(); the call is left when err goes out of scope */
+#define USFT_API_ENTER(err) \
+	int err __attribute__((cleanup(usft_api_leave))) = usft_api_enter()
+
 void usft_task_register(void);
 void usft_tasks_init(void);
 void synchronize_rcu_tasks(void);

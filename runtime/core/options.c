@@ -197,9 +197,12 @@ int usft_options_parse(const char *s)
 
 USFT_API int usft_set_option(const char *name, const char *value)
 {
+	USFT_API_ENTER(busy);
 	char why[256];
 	int ret;
 
+	if (busy)
+		return usft_err(busy);
 	if (!name || !value)
 		return usft_err(-EINVAL);
 	ret = ftrace_lazy_init();
@@ -238,8 +241,11 @@ USFT_API const char *usft_option_name(unsigned int i)
 
 USFT_API int usft_stat(struct usft_stats *st)
 {
+	USFT_API_ENTER(busy);
 	size_t sz;
 
+	if (busy)
+		return usft_err(busy);
 	/* as the kernel's bpf_check_uarg_tail_zero() for bpf_prog_info */
 	if (!st || !usft_opts_valid(st, st->sz, sizeof(size_t), sizeof(*st)))
 		return usft_err(-EINVAL);

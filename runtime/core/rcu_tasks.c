@@ -34,6 +34,7 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+#include "core/arch.h"
 #include "core/internal.h"
 
 __thread struct usft_task usft_task __attribute__((tls_model("initial-exec")));
@@ -302,4 +303,19 @@ void usft_call_rcu_tasks(void (*fn)(void *), void *ptr)
 	/* Batch: one grace period per 256 deferred frees, never one per free. */
 	if (flush)
 		usft_rcu_tasks_barrier();
+}
+
+/* internal.h says what this guards; the count is per thread, no atomics */
+int usft_api_enter(void)
+{
+	struct usft_task *t = &usft_task;
+
+	if (usft_span_inside())
+		return -EDEADLK;
+	if (t->api_depth && t->sig_depth != t->api_sig_depth)
+		return -EDEADLK;
+	if (!t->api_depth++)
+		t->api_sig_depth = t->sig_depth;
+	barrier();
+	return 0;
 }

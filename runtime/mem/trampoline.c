@@ -84,9 +84,14 @@ unsigned long usft_execmem_place(const void *code, size_t len, unsigned long nea
 
 USFT_API void *usft_alloc_trampoline(const void *code, size_t len, unsigned long near_ip)
 {
+	USFT_API_ENTER(busy);
 	struct usft_window *w;
 	unsigned long addr;
 
+	if (busy) {
+		errno = -busy;
+		return NULL;
+	}
 	if (!code || !len || len > (64UL << 10)) {
 		errno = EINVAL;
 		return NULL;

@@ -117,14 +117,16 @@ struct ftrace_ops {
  * filter selects.
  * Return: 0; -EBUSY already registered (or PERMANENT while disabled, or an
  * IPMODIFY conflict); -EINVAL deleted ops or SAVE_REGS rules; -ENODEV dead;
- * -ENOMEM.
+ * -ENOMEM; -EDEADLK called from inside a callback, or from a signal handler
+ * that interrupted an update call on this thread (the same for every call
+ * that updates: unregister, filters, direct calls, trampolines).
  */
 USFT_API int register_ftrace_function(struct ftrace_ops *ops);
 
 /**
  * unregister_ftrace_function() - stop @ops; on return no thread runs its
  * callback or its trampoline any more and @ops may be freed.
- * Return: 0; -EBUSY not registered; -ENODEV dead.
+ * Return: 0; -EBUSY not registered; -ENODEV dead; -EDEADLK re-entry.
  */
 USFT_API int unregister_ftrace_function(struct ftrace_ops *ops);
 
