@@ -203,6 +203,32 @@ static bool obj_listed(const struct obj_list *l, const struct obj_range *o)
 	return false;
 }
 
+/*
+ * The other libc calls that set a disposition go to libusft's versions
+ * (glibc's would reach the kernel without passing through sigaction()).
+ */
+#define FORWARD(ret, name, params, args, fail)					\
+	EXPORT ret name params							\
+	{									\
+		static ret (*fn) params;					\
+										\
+		if (!fn && !libusft_misplaced)					\
+			fn = (ret (*) params)dlvsym(RTLD_DEFAULT, #name, "USFT_0.1"); \
+		if (!fn)							\
+			fn = (ret (*) params)next_sym(#name);			\
+		if (!fn) {							\
+			errno = ENOSYS;						\
+			return fail;						\
+		}								\
+		return fn args;							\
+	}
+FORWARD(__sighandler_t, bsd_signal, (int sig, __sighandler_t h), (sig, h), SIG_ERR)
+FORWARD(__sighandler_t, sysv_signal, (int sig, __sighandler_t h), (sig, h), SIG_ERR)
+FORWARD(__sighandler_t, __sysv_signal, (int sig, __sighandler_t h), (sig, h), SIG_ERR)
+FORWARD(__sighandler_t, sigset, (int sig, __sighandler_t h), (sig, h), SIG_ERR)
+FORWARD(int, sigignore, (int sig), (sig), -1)
+FORWARD(int, siginterrupt, (int sig, int flag), (sig, flag), -1)
+
 EXPORT int dlclose(void *handle)
 {
 	struct obj_list before = { 0 }, after = { 0 };

@@ -13,6 +13,11 @@
  * rendezvous signal) are "claimed": usft's handler stays installed and
  * whatever the program installs later becomes the handler usft chains to
  * for signals that are not its own, and is what sigaction() reports back.
+ * The claim is checked again before each use (usft_claim_signal()): a
+ * handler installed behind the interposers is noticed and chained to.
+ * bsd_signal(), sysv_signal(), sigset(), sigignore() and siginterrupt()
+ * are interposed too (glibc's go to its internal __sigaction directly).
+ * Everything here is async-signal-safe, as POSIX makes sigaction().
  *
  * Known limit: a handler left with siglongjmp() does not come back through
  * the wrapper, so the depth stays one higher on that thread; recursion
@@ -21,6 +26,8 @@
 #include <dlfcn.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include "core/internal.h"
 #include "core/text.h"
 #include "mem/execmem.h"
@@ -35,7 +42,51 @@ static sigaction_fn real_sigaction_fn;
 static struct sigaction user_act[_NSIG];
 static bool wrapped[_NSIG];
 static struct sigaction *claimed[_NSIG];
-static pthread_mutex_t sig_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/*
+ * The interposers' lock.  sigaction() is async-signal-safe (POSIX), so a
+ * handler may call it while the code it interrupted is inside it on the
+ * same thread: a mutex would deadlock there.  The lock is a spinlock taken
+ * with every signal blocked on the taking thread, so no handler can run on
+ * a thread that holds it; another thread waits at most for a few system
+ * calls of the holder (which nothing can interrupt).
+ */
+static int sig_lock;
+
+static void sig_lock_take(sigset_t *saved)
+{
+	sigset_t all;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, saved);
+	while (__atomic_exchange_n(&sig_lock, 1, __ATOMIC_ACQUIRE))
+		while (__atomic_load_n(&sig_lock, __ATOMIC_RELAXED))
+			syscall(SYS_sched_yield);
+}
+
+static void sig_lock_drop(const sigset_t *saved)
+{
+	int e = errno;
+
+	__atomic_store_n(&sig_lock, 0, __ATOMIC_RELEASE);
+	pthread_sigmask(SIG_SETMASK, saved, NULL);
+	errno = e;
+}
+
+/* fork() from another thread inside the lock: the child has no holder */
+static void sig_lock_fork_child(void)
+{
+	__atomic_store_n(&sig_lock, 0, __ATOMIC_RELAXED);
+}
+
+__attribute__((constructor)) static void sig_lock_init(void)
+{
+	struct sigaction dummy;
+
+	/* resolve libc's sigaction now: dlsym is not async-signal-safe */
+	usft_real_sigaction(SIGKILL, NULL, &dummy);
+	pthread_atfork(NULL, NULL, sig_lock_fork_child);
+}
 
 __no_tsan int usft_real_sigaction(int sig, const struct sigaction *act, struct sigaction *oact)
 {
@@ -105,23 +156,52 @@ static void depth_wrapper(int sig, siginfo_t *si, void *uc)
 	usft_run_handler(&a, sig, si, uc);
 }
 
+/* is @a usft's @handler, as installed? */
+static bool is_ours(const struct sigaction *a, const struct sigaction *handler)
+{
+	return (a->sa_flags & SA_SIGINFO) && a->sa_sigaction == handler->sa_sigaction &&
+	       !(a->sa_flags & SA_RESETHAND);
+}
+
 /**
  * usft_claim_signal() - install @handler for @sig now and keep it; what the
  * program installs later is stored in *@chain (the handler to chain to).
+ * Called again before every use of the signal: the disposition is read back
+ * from the kernel, and a handler the program installed behind the
+ * interposers (a raw rt_sigaction system call, a libc path that does not
+ * call sigaction() through the PLT) is taken as the new *@chain and usft's
+ * handler is installed again.  A disposition is never trusted blindly.
  * Return: 0 or -errno.
  */
 int usft_claim_signal(int sig, const struct sigaction *handler, struct sigaction *chain)
 {
+	static bool warned[_NSIG];
 	struct sigaction old;
+	sigset_t saved;
 	int ret = 0;
 
 	if (sig <= 0 || sig >= _NSIG)
 		return -EINVAL;
-	pthread_mutex_lock(&sig_lock);
-	if (claimed[sig] == chain)
-		goto out;
-	if (usft_real_sigaction(sig, handler, &old)) {
+	sig_lock_take(&saved);
+	if (usft_real_sigaction(sig, NULL, &old)) {
 		ret = -errno;
+		goto out;
+	}
+	if (claimed[sig] == chain && is_ours(&old, handler))
+		goto out;
+	if (usft_real_sigaction(sig, handler, NULL)) {
+		ret = -errno;
+		goto out;
+	}
+	if (claimed[sig] == chain) {
+		/* replaced behind our back: that is the program's handler now */
+		*chain = old;
+		if (!warned[sig]) {
+			warned[sig] = true;
+			pr_warn("usft: the handler of signal %d was replaced without sigaction() "
+				"(a raw rt_sigaction system call?); usft installed its own again "
+				"and passes the program's signals to the new one\n", sig);
+		}
 		goto out;
 	}
 	/* chain to what the program had, unwrapped */
@@ -129,18 +209,19 @@ int usft_claim_signal(int sig, const struct sigaction *handler, struct sigaction
 	wrapped[sig] = false;
 	claimed[sig] = chain;
 out:
-	pthread_mutex_unlock(&sig_lock);
+	sig_lock_drop(&saved);
 	return ret;
 }
 
 USFT_API __no_tsan int sigaction(int sig, const struct sigaction *act, struct sigaction *oact)
 {
 	struct sigaction prev, w;
+	sigset_t saved;
 	int ret = 0;
 
 	if (sig <= 0 || sig >= _NSIG || sig == SIGKILL || sig == SIGSTOP)
 		return usft_real_sigaction(sig, act, oact);
-	pthread_mutex_lock(&sig_lock);
+	sig_lock_take(&saved);
 	if (claimed[sig]) {
 		prev = *claimed[sig];
 		if (act)
@@ -181,20 +262,29 @@ out:
 	if (oact)
 		*oact = prev;
 out_unlock:
-	pthread_mutex_unlock(&sig_lock);
+	sig_lock_drop(&saved);
 	return ret;
 }
 
-/* glibc's signal(): BSD semantics (SA_RESTART), through the wrapper above. */
-USFT_API __no_tsan __sighandler_t signal(int sig, __sighandler_t handler)
+/*
+ * The other libc calls that set a disposition.  glibc implements them with
+ * its internal __sigaction, which does not pass through the interposer
+ * above, so each is rebuilt here on top of it (semantics of glibc 2.36).
+ */
+static __sighandler_t set_handler(int sig, __sighandler_t handler, int flags, bool mask_self)
 {
 	struct sigaction act, old;
 
+	if (handler == SIG_ERR || sig <= 0 || sig >= _NSIG) {
+		errno = EINVAL;
+		return SIG_ERR;
+	}
 	memset(&act, 0, sizeof(act));
 	act.sa_handler = handler;
-	act.sa_flags = SA_RESTART;
+	act.sa_flags = flags;
 	sigemptyset(&act.sa_mask);
-	sigaddset(&act.sa_mask, sig);
+	if (mask_self)
+		sigaddset(&act.sa_mask, sig);
 	if (sigaction(sig, &act, &old))
 		return SIG_ERR;
 	if (old.sa_flags & SA_SIGINFO) {
@@ -206,4 +296,72 @@ USFT_API __no_tsan __sighandler_t signal(int sig, __sighandler_t handler)
 		return u.h;
 	}
 	return old.sa_handler;
+}
+
+/* glibc's signal(): BSD semantics (SA_RESTART), through the wrapper above. */
+USFT_API __no_tsan __sighandler_t signal(int sig, __sighandler_t handler)
+{
+	return set_handler(sig, handler, SA_RESTART, true);
+}
+
+USFT_API __no_tsan __sighandler_t bsd_signal(int sig, __sighandler_t handler)
+{
+	return signal(sig, handler);
+}
+
+/* System V signal(): one-shot, not blocked while it runs, no restart */
+USFT_API __no_tsan __sighandler_t __sysv_signal(int sig, __sighandler_t handler)
+{
+	return set_handler(sig, handler, SA_RESETHAND | SA_NODEFER, false);
+}
+
+USFT_API __no_tsan __sighandler_t sysv_signal(int sig, __sighandler_t handler)
+{
+	return __sysv_signal(sig, handler);
+}
+
+/* sigset(): SIG_HOLD blocks the signal; anything else installs and unblocks */
+USFT_API __no_tsan __sighandler_t sigset(int sig, __sighandler_t disp)
+{
+	sigset_t one, old_mask;
+	struct sigaction cur;
+	__sighandler_t prev;
+
+	if (sig <= 0 || sig >= _NSIG || disp == SIG_ERR) {
+		errno = EINVAL;
+		return SIG_ERR;
+	}
+	sigemptyset(&one);
+	sigaddset(&one, sig);
+	if (disp == SIG_HOLD) {
+		if (sigaction(sig, NULL, &cur) ||
+		    pthread_sigmask(SIG_BLOCK, &one, &old_mask))
+			return SIG_ERR;
+		if (sigismember(&old_mask, sig))
+			return SIG_HOLD;
+		return cur.sa_flags & SA_SIGINFO ? (__sighandler_t)(void *)cur.sa_sigaction
+						 : cur.sa_handler;
+	}
+	prev = set_handler(sig, disp, 0, false);
+	if (prev == SIG_ERR || pthread_sigmask(SIG_UNBLOCK, &one, &old_mask))
+		return SIG_ERR;
+	return sigismember(&old_mask, sig) ? SIG_HOLD : prev;
+}
+
+USFT_API __no_tsan int sigignore(int sig)
+{
+	return set_handler(sig, SIG_IGN, 0, false) == SIG_ERR ? -1 : 0;
+}
+
+USFT_API __no_tsan int siginterrupt(int sig, int flag)
+{
+	struct sigaction act;
+
+	if (sigaction(sig, NULL, &act))
+		return -1;
+	if (flag)
+		act.sa_flags &= ~SA_RESTART;
+	else
+		act.sa_flags |= SA_RESTART;
+	return sigaction(sig, &act, NULL);
 }

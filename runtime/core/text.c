@@ -207,9 +207,9 @@ static int rv_install(void)
 {
 	struct sigaction sa;
 
-	if (rv_signo)
-		return 0;
-	rv_signo = usft_opts.sync_signal ? usft_opts.sync_signal : SIGRTMIN + 7;
+	/* every time: the program may have replaced it behind the interposer */
+	if (!rv_signo)
+		rv_signo = usft_opts.sync_signal ? usft_opts.sync_signal : SIGRTMIN + 7;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_sigaction = rv_handler;
 	sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;

@@ -142,7 +142,7 @@ out:
 	errno = saved;
 }
 
-static void install_trap_handler(void)
+static int install_trap_handler(void)
 {
 	struct sigaction sa;
 
@@ -150,8 +150,12 @@ static void install_trap_handler(void)
 	sa.sa_sigaction = usft_sigtrap;
 	sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK | SA_NODEFER;
 	sigemptyset(&sa.sa_mask);
-	/* stays installed: what the program installs later is chained to */
-	usft_claim_signal(SIGTRAP, &sa, &old_trap);
+	/*
+	 * stays installed: what the program installs later is chained to; and
+	 * before every batch the kernel's disposition is read back, so one
+	 * replaced behind the interposer is noticed and reinstalled
+	 */
+	return usft_claim_signal(SIGTRAP, &sa, &old_trap);
 }
 
 void x86_poke_init(void)
@@ -215,7 +219,13 @@ __no_tsan int x86_poke_flush(void)
 		poke_nr = 0;
 		return -ENODEV;
 	}
-	install_trap_handler();
+	ret = install_trap_handler();
+	if (ret) {
+		/* no handler for the INT3s: writing them could kill the program */
+		pr_err("usft: cannot install the SIGTRAP handler (%d); nothing written\n", ret);
+		poke_nr = 0;
+		return -EPERM;
+	}
 	qsort(poke_vec, poke_nr, sizeof(*poke_vec), entry_cmp);
 	for (i = 0; i < poke_nr && !ret; i++) {
 		ret = usft_text_open(poke_vec[i].addr, poke_vec[i].len);
