@@ -1,0 +1,255 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Signals the program does unusual things with while usft patches it
+ * (docs/reliability.md, "Signals"):
+ *
+ *   sigaction() in a handler   a handler that calls sigaction() while the
+ *                              code it interrupted is inside sigaction()
+ *   SIGTRAP taken behind usft  signal(SIGTRAP, SIG_IGN), sigset(),
+ *                              bsd_signal(), a raw rt_sigaction system call:
+ *                              the next batch must not kill the program
+ *   SIGTRAP blocked            callers with every signal blocked, with only
+ *                              SIGTRAP blocked, or inside a handler whose
+ *                              sa_mask is full, calling a function while it
+ *                              is patched
+ *   EINTR                      a program with no handlers of its own sees no
+ *                              EINTR from poll/epoll_wait/select
+ *
+ * Each case runs in a forked child (its death is the failure).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/select.h>
+#include <sys/syscall.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "test_common.h"
+
+/* old interfaces a program may still use (glibc declares them deprecated) */
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+extern __sighandler_t bsd_signal(int sig, __sighandler_t handler);
+
+TRACEE long sr_f0(long x) { TRACEE_BODY(); return x * 3 + 1; }
+TRACEE long sr_f1(long x) { TRACEE_BODY(); return x * 5 + 2; }
+
+/*
+ * run @fn in a child, killed after @secs (alarm() would not do: a child
+ * stuck in a handler may block SIGALRM); its exit status or 128+signal
+ */
+static int in_child(int (*fn)(void), unsigned secs)
+{
+	pid_t pid = fork();
+	double end = tc_now() + secs;
+	int st;
+
+	cr_assert_geq(pid, 0);
+	if (!pid)
+		_exit(fn());
+	while (waitpid(pid, &st, WNOHANG) != pid) {
+		if (tc_now() > end) {
+			kill(pid, SIGKILL);
+			cr_assert_eq(waitpid(pid, &st, 0), pid);
+			break;
+		}
+		usleep(2000);
+	}
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static atomic_int stop, bad;
+static atomic_long calls;
+
+static notrace void call_both(long i)
+{
+	if (sr_f0(i) != i * 3 + 1 || sr_f1(i) != i * 5 + 2)
+		atomic_fetch_add(&bad, 1);
+	atomic_fetch_add_explicit(&calls, 1, memory_order_relaxed);
+}
+
+static void *calling_thread(void *arg)
+{
+	for (long i = 0; !atomic_load(&stop); i++)
+		call_both(i);
+	return NULL;
+}
+
+static atomic_long hits;
+
+static notrace void count_hit(unsigned long ip, unsigned long pip, struct ftrace_ops *op,
+			      struct ftrace_regs *fregs)
+{
+	atomic_fetch_add_explicit(&hits, 1, memory_order_relaxed);
+}
+
+/*
+ * register/unregister an ops on sr_f* while @nthreads call them; 0 = fine.
+ * Children of a criterion test: no cr_* (nor tc_* helpers that use them).
+ */
+static notrace int churn(int nthreads, void *(*thread)(void *), int cycles)
+{
+	static struct ftrace_ops ops = { .func = count_hit };
+	pthread_t t[4];
+	int ret = 0;
+
+	if (usft_init())
+		return 20;
+	atomic_store(&stop, 0);
+	atomic_store(&calls, 0);
+	if (ftrace_set_filter(&ops, (unsigned char *)"sr_f*", 5, 1))
+		return 21;
+	for (int i = 0; i < nthreads; i++)
+		pthread_create(&t[i], NULL, thread, NULL);
+	while (nthreads && atomic_load(&calls) < 1000)
+		usleep(100);
+	for (int k = 0; k < cycles && !ret; k++) {
+		if (register_ftrace_function(&ops))
+			ret = 22;
+		else if (unregister_ftrace_function(&ops))
+			ret = 23;
+	}
+	atomic_store(&stop, 1);
+	for (int i = 0; i < nthreads; i++)
+		pthread_join(t[i], NULL);
+	if (!ret && atomic_load(&bad))
+		ret = 24;
+	if (!ret && (!tc_is_nop5((const void *)sr_f0) || !tc_is_nop5((const void *)sr_f1)))
+		ret = 25;
+	return ret;
+}
+
+/* ---- sigaction() from a handler ----------------------------------------- */
+
+static atomic_long handler_runs;
+
+static void handler_calls_sigaction(int sig)
+{
+	struct sigaction sa, old;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = SIG_IGN;
+	sigaction(SIGUSR1, &sa, &old);
+	atomic_fetch_add(&handler_runs, 1);
+}
+
+static int sigaction_in_handler(void)
+{
+	struct itimerval it = { .it_interval = { 0, 20 }, .it_value = { 0, 20 } };
+	struct sigaction sa;
+	double end;
+
+	if (usft_init())
+		return 20;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = handler_calls_sigaction;
+	sa.sa_flags = SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(SIGALRM, &sa, NULL))
+		return 21;
+	setitimer(ITIMER_REAL, &it, NULL);
+	end = tc_now() + 0.5;
+	for (long i = 0; tc_now() < end || atomic_load(&handler_runs) < 100; i++) {
+		sa.sa_handler = i & 1 ? SIG_IGN : SIG_DFL;
+		if (sigaction(SIGUSR2, &sa, NULL))
+			return 22;
+	}
+	memset(&it, 0, sizeof(it));
+	setitimer(ITIMER_REAL, &it, NULL);
+	return 0;
+}
+
+Test(sigrobust, sigaction_from_a_handler_interrupting_sigaction, .timeout = 60)
+{
+	/* before: the handler spun on the interposer's lock forever (alarm) */
+	cr_assert_eq(in_child(sigaction_in_handler, 20), 0);
+}
+
+/* ---- SIGTRAP replaced behind the interposer ----------------------------- */
+
+/* the kernel's struct sigaction for rt_sigaction */
+struct ksigaction {
+	void *handler;
+	unsigned long flags;
+	void *restorer;
+	unsigned long mask;
+};
+
+static int trap_replaced(int how)
+{
+	struct ksigaction k = { .handler = SIG_IGN };
+	struct sigaction cur;
+	int ret;
+
+	if (usft_init())
+		return 30;
+	/* a first batch: usft's SIGTRAP handler is installed */
+	ret = churn(0, calling_thread, 1);
+	if (ret)
+		return ret;
+	switch (how) {
+	case 0:
+		if (syscall(SYS_rt_sigaction, SIGTRAP, &k, NULL, 8))
+			return 31;
+		break;
+	case 1:
+		if (sigset(SIGTRAP, SIG_IGN) == SIG_ERR)
+			return 31;
+		break;
+	case 2:
+		if (bsd_signal(SIGTRAP, SIG_IGN) == SIG_ERR)
+			return 31;
+		break;
+	case 3:
+		if (signal(SIGTRAP, SIG_IGN) == SIG_ERR)
+			return 31;
+		break;
+	case 4:
+		if (sysv_signal(SIGTRAP, SIG_IGN) == SIG_ERR)
+			return 31;
+		break;
+	}
+	ret = churn(2, calling_thread, 300);
+	if (ret)
+		return ret;
+	/* what the program set is what it is told */
+	if (sigaction(SIGTRAP, NULL, &cur) || (cur.sa_flags & SA_SIGINFO) ||
+	    cur.sa_handler != SIG_IGN)
+		return 32;
+	return 0;
+}
+
+static int trap_raw(void) { return trap_replaced(0); }
+static int trap_sigset(void) { return trap_replaced(1); }
+static int trap_bsd_signal(void) { return trap_replaced(2); }
+static int trap_signal(void) { return trap_replaced(3); }
+static int trap_sysv_signal(void) { return trap_replaced(4); }
+
+Test(sigrobust, sigtrap_ignored_with_a_raw_rt_sigaction, .timeout = 120)
+{
+	cr_assert_eq(in_child(trap_raw, 60), 0);
+}
+
+Test(sigrobust, sigtrap_ignored_with_sigset, .timeout = 120)
+{
+	cr_assert_eq(in_child(trap_sigset, 60), 0);
+}
+
+Test(sigrobust, sigtrap_ignored_with_bsd_signal, .timeout = 120)
+{
+	cr_assert_eq(in_child(trap_bsd_signal, 60), 0);
+}
+
+Test(sigrobust, sigtrap_ignored_with_signal, .timeout = 120)
+{
+	cr_assert_eq(in_child(trap_signal, 60), 0);
+}
+
+Test(sigrobust, sigtrap_ignored_with_sysv_signal, .timeout = 120)
+{
+	cr_assert_eq(in_child(trap_sysv_signal, 60), 0);
+}
