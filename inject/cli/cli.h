@@ -25,6 +25,14 @@ int usft_usage_error(const char *cmd, const char *fmt, ...)
 int usft_find_program(const char *prog, char *out, size_t len);
 int usft_cmd_list(int argc, char **argv);
 /*
+ * deps.c: @prog (the real path, [0]) and the shared objects it loads, found
+ * by reading files only (the loader's search rules).  Return: 0 or -errno.
+ */
+int usft_list_objects(const char *prog, char ***objs, size_t *nobjs);
+/* @path opened with libelf (an ELF file); Return: 0 (elf_end, close) or -errno */
+struct Elf;
+int usft_cli_elf_open(const char *path, int *fd, struct Elf **elf);
+/*
  * Why a program recorded nothing (list.c, from its files): it has no
  * patchable functions, or it is stripped, or they were not called.
  */

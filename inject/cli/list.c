@@ -7,9 +7,8 @@
  * (applying RELATIVE relocations when the linker left the slots zero) and
  * the symbol tables (runtime/elf).
  *
- * The libraries are found the way ldd(1) does, by asking the program's
- * dynamic loader (PT_INTERP --list), which maps them without running any
- * of their code.
+ * The libraries are found by reading files only, with the dynamic
+ * loader's search rules (deps.c): nothing the user names is ever run.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -21,7 +20,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 #include "elf/elf.h"
 #include "cli.h"
@@ -63,13 +61,10 @@ static int read_sites(const char *path, struct sites *out)
 	Elf *elf;
 	int fd, ret = 0;
 
-	if (elf_version(EV_CURRENT) == EV_NONE)
-		return -EINVAL;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	elf = elf_begin(fd, ELF_C_READ, NULL);
-	if (!elf || !gelf_getehdr(elf, &eh) || elf_getshdrstrndx(elf, &shstrndx)) {
+	ret = usft_cli_elf_open(path, &fd, &elf);
+	if (ret)
+		return ret;
+	if (!gelf_getehdr(elf, &eh) || elf_getshdrstrndx(elf, &shstrndx)) {
 		ret = -EINVAL;
 		goto out;
 	}
@@ -125,87 +120,9 @@ static int read_sites(const char *path, struct sites *out)
 		free(v);
 	}
 out:
-	if (elf)
-		elf_end(elf);
+	elf_end(elf);
 	close(fd);
 	return ret;
-}
-
-/* the loader's view of the program's libraries, "path" per line */
-static int list_objects(const char *prog, char ***objs, size_t *nobjs)
-{
-	char interp[PATH_MAX] = "", line[PATH_MAX + 128];
-	int fd = open(prog, O_RDONLY | O_CLOEXEC), pfd[2];
-	size_t cap = 8;
-	Elf *elf;
-	size_t nph;
-	FILE *f;
-	pid_t pid;
-	int st;
-
-	*objs = calloc(cap, sizeof(char *));
-	*nobjs = 0;
-	if (!*objs || fd < 0)
-		return fd < 0 ? -errno : -ENOMEM;
-	(*objs)[(*nobjs)++] = strdup(prog);
-	elf_version(EV_CURRENT);
-	elf = elf_begin(fd, ELF_C_READ, NULL);
-	if (elf && !elf_getphdrnum(elf, &nph)) {
-		for (size_t i = 0; i < nph; i++) {
-			GElf_Phdr ph;
-			size_t len;
-			char *raw;
-
-			if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_INTERP)
-				continue;
-			raw = elf_rawfile(elf, &len);
-			if (raw && ph.p_offset < len && ph.p_filesz < sizeof(interp) &&
-			    ph.p_filesz <= len - ph.p_offset)
-				snprintf(interp, sizeof(interp), "%.*s", (int)ph.p_filesz, raw + ph.p_offset);
-		}
-	}
-	if (elf)
-		elf_end(elf);
-	close(fd);
-	if (!interp[0] || pipe(pfd))
-		return 0;	/* static, or a shared object: itself only */
-	pid = fork();
-	if (pid < 0)
-		return -errno;
-	if (!pid) {
-		dup2(pfd[1], 1);
-		close(pfd[0]);
-		close(pfd[1]);
-		execl(interp, interp, "--list", prog, (char *)NULL);
-		_exit(127);
-	}
-	close(pfd[1]);
-	f = fdopen(pfd[0], "r");
-	while (f && fgets(line, sizeof(line), f)) {
-		char *arrow = strstr(line, "=> "), *p = arrow ? arrow + 3 : line, *end;
-
-		while (*p == ' ' || *p == '\t')
-			p++;
-		if (*p != '/')
-			continue;
-		end = strstr(p, " (");
-		if (end)
-			*end = 0;
-		else
-			p[strcspn(p, "\n")] = 0;
-		if (*nobjs == cap) {
-			void *q = realloc(*objs, (cap *= 2) * sizeof(char *));
-
-			if (!q)
-				break;
-			*objs = q;
-		}
-		(*objs)[(*nobjs)++] = strdup(p);
-	}
-	if (f)
-		fclose(f);
-	waitpid(pid, &st, 0);
-	return 0;
 }
 
 static int cmp_ul(const void *a, const void *b)
@@ -320,7 +237,7 @@ int usft_cmd_list(int argc, char **argv)
 		fprintf(stderr, "usft: %s: %s\n", prog, strerror(errno));
 		return 1;
 	}
-	ret = list_objects(path, &objs, &nobjs);
+	ret = usft_list_objects(path, &objs, &nobjs);
 	if (ret && !nobjs) {
 		fprintf(stderr, "usft: %s: %s\n", path, strerror(-ret));
 		return 1;

@@ -313,6 +313,85 @@ def case_stripped():
     check(rc == 0 and "is stripped" in err and "patch flags" not in err, "list: %r" % err)
 
 
+def patch_cflags():
+    import platform
+    return ["-fpatchable-function-entry=2"] if platform.machine() == "aarch64" else \
+        ["-fpatchable-function-entry=5"]
+
+
+def cc(*args):
+    p = subprocess.run(["cc", "-O1"] + list(args), capture_output=True, cwd=e2e.ARGS.work)
+    check(p.returncode == 0, "cc %s: %s" % (" ".join(args), p.stderr.decode()))
+
+
+def set_interp(path, interp):
+    """Rewrite the PT_INTERP string of the ELF64 file @path in place."""
+    with open(path, "r+b") as f:
+        hdr = f.read(64)
+        phoff, = struct.unpack_from("<Q", hdr, 0x20)
+        phentsize, phnum = struct.unpack_from("<HH", hdr, 0x36)
+        for i in range(phnum):
+            f.seek(phoff + i * phentsize)
+            ph = f.read(phentsize)
+            ptype, = struct.unpack_from("<I", ph, 0)
+            if ptype == 3:
+                off, = struct.unpack_from("<Q", ph, 8)
+                size, = struct.unpack_from("<Q", ph, 32)
+                check(len(interp) < size, "interpreter path too long")
+                f.seek(off)
+                f.write(interp.encode() + b"\0" * (size - len(interp)))
+                return
+    raise Fail("no PT_INTERP in " + path)
+
+
+def case_list_reads_only():
+    """`usft list -f PROG` reads files and never runs one: PROG's PT_INTERP
+    names a script that would leave a marker file.  The libraries are still
+    found (DT_RPATH/DT_RUNPATH with $ORIGIN, LD_LIBRARY_PATH)."""
+    os.makedirs(work("lib"), exist_ok=True)
+    os.makedirs(work("llp"), exist_ok=True)
+    with open(work("foo.c"), "w") as f:
+        f.write("int foo_fn(int x) { return x * 3; }\n")
+    with open(work("bar.c"), "w") as f:
+        f.write("int bar_fn(int x) { return x + 1; }\n")
+    with open(work("main.c"), "w") as f:
+        f.write("int foo_fn(int); int bar_fn(int);\n"
+                "int main(int c, char **v) { (void)v; return foo_fn(c) + bar_fn(c) == 0; }\n")
+    cc(*patch_cflags(), "-fPIC", "-shared", "-o", "lib/libfoo.so", "foo.c")
+    cc(*patch_cflags(), "-fPIC", "-shared", "-o", "llp/libbar.so", "bar.c")
+    # RUNPATH (the default) and the old DT_RPATH
+    cc(*patch_cflags(), "-o", "prog", "main.c", "-Llib", "-Lllp", "-lfoo", "-lbar",
+       "-Wl,-rpath,$ORIGIN/lib", "-Wl,--enable-new-dtags")
+    cc(*patch_cflags(), "-o", "prog-rpath", "main.c", "-Llib", "-Lllp", "-lfoo", "-lbar",
+       "-Wl,-rpath,$ORIGIN/lib", "-Wl,--disable-new-dtags")
+    marker = work("MARKER")
+    script = "/tmp/usft-rel-%d.sh" % os.getpid()
+    with open(script, "w") as f:
+        f.write("#!/bin/sh\ntouch %s\n" % marker)
+    os.chmod(script, 0o755)
+    try:
+        env = {"LD_LIBRARY_PATH": work("llp")}
+        for prog in ("prog", "prog-rpath"):
+            rc, out, err = usft("list", "-f", work(prog), env=env)
+            check(rc == 0, "list %s: %s" % (prog, err))
+            names = set(out.splitlines())
+            for want in ("main", "foo_fn [libfoo.so]", "bar_fn [libbar.so]"):
+                check(want in names, "%s: %r not listed:\n%s" % (prog, want, out))
+            shutil.copy(work(prog), work("hostile"))
+            set_interp(work("hostile"), script)
+            rc, out2, err = usft("list", "-f", work("hostile"), env=env)
+            check(not os.path.exists(marker),
+                  "usft list ran the program's PT_INTERP (%s)" % script)
+            check(rc == 0 and set(out2.splitlines()) == names,
+                  "hostile %s: rc %d, listed\n%s\nwant\n%s" % (prog, rc, out2, out))
+        # without LD_LIBRARY_PATH libbar is not found: the rest is still listed
+        rc, out, err = usft("list", "-f", work("prog"))
+        check(rc == 0 and "foo_fn [libfoo.so]" in out and "bar_fn" not in out,
+              "no LD_LIBRARY_PATH: %s" % out)
+    finally:
+        os.unlink(script)
+
+
 CASES = {k[5:]: v for k, v in globals().items() if k.startswith("case_")}
 
 
