@@ -15,7 +15,9 @@ struct ftrace_regs;
  * refuses slots outside the task's THREAD_SIZE-aligned stack, which a
  * userspace thread does not have.
  */
+#ifndef USFT_STACK_NTH_MAX
 #define USFT_STACK_NTH_MAX	512U
+#endif
 
 #if defined(__x86_64__)
 #include <usft/asm/x86_64.h>

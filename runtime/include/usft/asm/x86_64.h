@@ -15,6 +15,11 @@
 
 struct ftrace_regs;
 
+/* Stack slots the accessors read at most; usft/ftrace_regs.h says why. */
+#ifndef USFT_STACK_NTH_MAX
+#define USFT_STACK_NTH_MAX	512U
+#endif
+
 /*
  * Accessors are called from callbacks: never out of line (even at -O0) and
  * never with a patch site of their own (kernel: __always_inline notrace).
