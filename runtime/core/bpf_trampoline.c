@@ -464,6 +464,17 @@ USFT_API struct usft_tramp_link *usft_tramp_attach(void *func, enum usft_tramp_k
 		errno = EINVAL;
 		return NULL;
 	}
+	/* a site whose bytes are someone else's would take a link that never fires */
+	ret = ftrace_site_state(ip);
+	if (ret) {
+		if (ret == -EBUSY)
+			pr_info("usft: usft_tramp_attach(%s): its site at %#lx held other bytes "
+				"than the compiler's NOPs when usft read it (another patcher or a "
+				"debugger changed it), so usft never patches it (EBUSY)\n",
+				usft_kallsyms_lookup(ip, NULL) ?: "?", ip);
+		errno = -ret;
+		return NULL;
+	}
 	link = calloc(1, sizeof(*link));
 	if (!link) {
 		errno = ENOMEM;

@@ -153,6 +153,7 @@ int ftrace_records_init(void);
 int ftrace_records_sync(void);
 void ftrace_release_object(struct usft_object *obj);
 unsigned long ftrace_nr_records(void);
+int ftrace_site_state(unsigned long ip);
 
 /* ---- hashes (hash.c) ---------------------------------------------- */
 #define FTRACE_HASH_DEFAULT_BITS	10

@@ -167,6 +167,24 @@ USFT_API unsigned long ftrace_location(unsigned long ip)
 	return ret;
 }
 
+/*
+ * ftrace_site_state() - can @ip (a site) be patched?  0; -EBUSY its record
+ * is disabled because its bytes were not a patchable NOP when usft read
+ * them (someone else's code is there: ftrace_process_locs()); -EINVAL no
+ * record.
+ */
+int ftrace_site_state(unsigned long ip)
+{
+	struct dyn_ftrace *rec;
+	int ret;
+
+	pthread_rwlock_rdlock(&usft_objects_lock);
+	rec = lookup_rec(ip, ip);
+	ret = !rec ? -EINVAL : (rec->flags & FTRACE_FL_DISABLED) ? -EBUSY : 0;
+	pthread_rwlock_unlock(&usft_objects_lock);
+	return ret;
+}
+
 USFT_API const char *usft_kallsyms_lookup(unsigned long addr, unsigned long *offset)
 {
 	struct usft_object *obj;

@@ -55,7 +55,11 @@ struct usft_tramp_link;
  * a direct call of another owner (register_ftrace_direct() or the batch
  * API), ENOENT the argument count is
  * unknown (no DWARF) and not given, EOPNOTSUPP arguments on the stack or
- * returned in memory, ENOMEM, ENODEV runtime dead.  For ENOENT and
+ * returned in memory, ENOMEM, EBUSY the site's bytes were not the
+ * compiler's NOPs when usft read them (someone else patched it; its record
+ * is disabled), ENODEV runtime dead (also when the site's bytes changed
+ * since usft read them: the compare before the write fires ftrace_bug()),
+ * EDEADLK called from a callback.  For ENOENT and
  * EOPNOTSUPP, USFT_LOG=info logs the function, the reason and the fix.
  */
 USFT_API struct usft_tramp_link *usft_tramp_attach(void *func, enum usft_tramp_kind kind,
