@@ -350,9 +350,19 @@ fail:
 }
 
 /* kernel ftrace_process_locs() for one object */
+/*
+ * Sites without a symbol: one or two are weak functions the linker
+ * overrode (info); many are a stripped file, traced only in part, which
+ * the user is told (warn).
+ */
+static enum usft_log_level nosym_level(unsigned long nosym, unsigned long nr)
+{
+	return nosym >= 8 || nosym * 10 >= nr ? USFT_LOG_WARN : USFT_LOG_INFO;
+}
+
 static int ftrace_process_locs(struct usft_object *obj)
 {
-	unsigned long *ips = NULL, nr = 0, cap = 0, i;
+	unsigned long *ips = NULL, nr = 0, cap = 0, i, nr_nosym = 0;
 	struct ftrace_page *pg, *tail;
 	int ret = 0;
 
@@ -429,9 +439,19 @@ static int ftrace_process_locs(struct usft_object *obj)
 		tail->names[tail->index] = sym ? sym->name : "";
 		tail->index++;
 		rec->ip = ips[i];
-		/* a site that no function symbol owns is weak-function garbage */
+		/* a site that no function symbol owns is weak-function garbage,
+		 * or a function whose symbol was stripped: no name, no filter */
 		rec->flags = sym ? 0 : FTRACE_FL_DISABLED;
+		nr_nosym += !sym;
 	}
+	if (nr_nosym)
+		usft_log(nosym_level(nr_nosym, nr),
+			 "usft: %s: %lu of %lu sites have no function symbol and stay disabled%s\n",
+			 strcmp(obj->path, "/proc/self/exe") ? obj->path : program_invocation_name,
+			 nr_nosym, nr,
+			 nosym_level(nr_nosym, nr) == USFT_LOG_WARN ?
+			 " (a stripped file: its symbol table is gone); to trace them, run the "
+			 "unstripped build (strip --strip-debug keeps the symbol table)" : "");
 	obj->last_page = tail;
 	obj->nr_recs = nr;
 	free(ips);
