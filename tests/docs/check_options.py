@@ -164,6 +164,18 @@ def help_text(usft, cmd):
     return set(OPT.findall(r.stdout)) - GENERIC
 
 
+def man_version_problem(root, usft):
+    """The .TH footer of docs/usft.1 must name the version `usft --version` prints."""
+    th = re.search(r'^\.TH\s+\S+\s+\S+\s+"[^"]*"\s+"([^"]*)"', read(root, 'docs/usft.1'), re.M)
+    out = subprocess.run([usft, '--version'], capture_output=True, text=True, timeout=30).stdout.strip()
+    if not th:
+        return 'docs/usft.1: no .TH line with a "usft VERSION" footer'
+    if th.group(1) != out:
+        return (f'docs/usft.1 footer says "{th.group(1)}" but `usft --version` prints "{out}": '
+                f'change the .TH line to "{out}"')
+    return None
+
+
 def stat_options(usft):
     r = subprocess.run([usft, 'stat'], capture_output=True, text=True, timeout=30,
                        env={k: v for k, v in os.environ.items() if k != 'USFT_OPTIONS'})
@@ -203,6 +215,9 @@ def main():
     print(f'environment: {" ".join(sorted(env))}')
     for cmd in COMMANDS + ('usft',):
         print(f'{cmd}: {" ".join(sorted(cli[cmd]))}')
+    v = man_version_problem(root, a.usft)
+    if v:
+        problems.append(v)
     for p in problems:
         print('MISMATCH ' + p)
     print(f'{len(problems)} mismatches')
