@@ -54,5 +54,14 @@ void usft_out_abort(struct usft_out *o);		/* the program never ran */
 int usft_out_commit(struct usft_out *o, bool *empty);
 void usft_record_summary(const struct usft_out *o, const char *prog, const char *progpath,
 			 bool empty);
+/*
+ * usft_prog_interp() - @path's PT_INTERP into @interp ("" if none).
+ * Return: 1 dynamically linked, 0 an ELF program without an interpreter
+ * (static or static-pie: LD_PRELOAD cannot reach it), -1 not an ELF program.
+ */
+int usft_prog_interp(const char *path, char *interp, size_t len);
+/* usft_libtool_target() - the real program behind a libtool wrapper script
+ * @path (.libs/lt-NAME or .libs/NAME).  Return: 0 with @out set, or -1. */
+int usft_libtool_target(const char *path, char *out, size_t len);
 
 #endif

@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "elf/elf.h"
 #include "cli.h"
@@ -125,6 +126,77 @@ out:
 	return ret;
 }
 
+int usft_prog_interp(const char *path, char *interp, size_t len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC), ret = -1;
+	GElf_Ehdr eh;
+	size_t nph;
+	Elf *elf;
+
+	interp[0] = 0;
+	if (fd < 0)
+		return -1;
+	elf_version(EV_CURRENT);
+	elf = elf_begin(fd, ELF_C_READ, NULL);
+	if (elf && elf_kind(elf) == ELF_K_ELF && gelf_getehdr(elf, &eh) &&
+	    !elf_getphdrnum(elf, &nph)) {
+		ret = 0;
+		for (size_t i = 0; i < nph; i++) {
+			GElf_Phdr ph;
+			size_t flen;
+			char *raw;
+
+			if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_INTERP)
+				continue;
+			raw = elf_rawfile(elf, &flen);
+			if (raw && ph.p_offset < flen && ph.p_filesz < len &&
+			    ph.p_filesz <= flen - ph.p_offset) {
+				snprintf(interp, len, "%.*s", (int)ph.p_filesz, raw + ph.p_offset);
+				ret = interp[0] ? 1 : 0;
+			}
+		}
+		if (eh.e_type != ET_EXEC && eh.e_type != ET_DYN)
+			ret = -1;
+	}
+	if (elf)
+		elf_end(elf);
+	close(fd);
+	return ret;
+}
+
+/*
+ * libtool's wrapper script (a shell script in the build directory that sets
+ * the library path and execs .libs/lt-NAME or .libs/NAME): the real program
+ * next to it.  Read, never run.  Return: 0 with @out set, or -1.
+ */
+int usft_libtool_target(const char *path, char *out, size_t len)
+{
+	static const char *const names[] = { "%.*s.libs/lt-%s", "%.*s.libs/%s" };
+	char head[4096];
+	const char *base = strrchr(path, '/');
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -1;
+	n = read(fd, head, sizeof(head) - 1);
+	close(fd);
+	if (n < 2 || head[0] != '#' || head[1] != '!')
+		return -1;
+	head[n] = 0;
+	if (!strstr(head, "libtool"))
+		return -1;
+	base = base ? base + 1 : path;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		struct stat st;
+
+		if (snprintf(out, len, names[i], (int)(base - path), path, base) < (int)len &&
+		    !stat(out, &st) && S_ISREG(st.st_mode) && usft_prog_interp(out, head, sizeof(head)) >= 0)
+			return 0;
+	}
+	return -1;
+}
+
 static int cmp_ul(const void *a, const void *b)
 {
 	unsigned long x = *(const unsigned long *)a, y = *(const unsigned long *)b;
@@ -212,7 +284,7 @@ const char *usft_no_sites_reason(const char *path, const char *prog)
 int usft_cmd_list(int argc, char **argv)
 {
 	const char *prog = NULL, *glob = NULL;
-	char path[PATH_MAX];
+	char path[PATH_MAX], real[PATH_MAX];
 	char **objs = NULL;
 	size_t nobjs = 0, total = 0;
 	int ret;
@@ -222,7 +294,9 @@ int usft_cmd_list(int argc, char **argv)
 			usft_usage(stdout, "list");
 			return 0;
 		}
-		if (!strcmp(argv[i], "-f") && i + 1 < argc)
+		if (!strcmp(argv[i], "-f") && i + 1 == argc)
+			return usft_usage_error("list", "-f needs a program: usft list -f PROG [GLOB]");
+		if (!strcmp(argv[i], "-f"))
 			prog = argv[++i];
 		else if (!strncmp(argv[i], "-f", 2) && argv[i][2])
 			prog = argv[i] + 2;
@@ -236,6 +310,12 @@ int usft_cmd_list(int argc, char **argv)
 	if (usft_find_program(prog, path, sizeof(path))) {
 		fprintf(stderr, "usft: %s: %s\n", prog, strerror(errno));
 		return 1;
+	}
+	if (usft_prog_interp(path, real, sizeof(real)) < 0 &&
+	    !usft_libtool_target(path, real, sizeof(real))) {
+		/* what `usft record` runs in the end: the wrapper execs it */
+		fprintf(stderr, "usft: %s is a libtool wrapper script; listing %s\n", prog, real);
+		snprintf(path, sizeof(path), "%s", real);
 	}
 	ret = usft_list_objects(path, &objs, &nobjs);
 	if (ret && !nobjs) {

@@ -76,7 +76,9 @@ static const struct {
 	  "(\"func\" for PROG's own, \"func [library]\" for the others).\n" },
 	{ "stat",
 	  "usage: usft stat\n"
-	  "Print the runtime options (USFT_OPTIONS applied) and the counters of a fresh runtime.\n" },
+	  "Print the runtime options (USFT_OPTIONS applied) and the counters of a fresh runtime\n"
+	  "(zero: this command traces nothing). A program's own counters: run it with\n"
+	  "USFT_OPTIONS=stat_at_exit=1, or call usft_print_stat() in it.\n" },
 };
 
 void usft_usage(FILE *out, const char *cmd)
@@ -234,6 +236,17 @@ static void append(char **list, const char *item)
 	*list = p;
 }
 
+/* an ELF program without PT_INTERP, or the one a libtool wrapper runs */
+static bool is_static(const char *path)
+{
+	char interp[PATH_MAX], real[PATH_MAX];
+	int r = usft_prog_interp(path, interp, sizeof(interp));
+
+	if (r < 0 && !usft_libtool_target(path, real, sizeof(real)))
+		r = usft_prog_interp(real, interp, sizeof(interp));
+	return r == 0;
+}
+
 static int cmd_record(int argc, char **argv)
 {
 	static const struct option lo[] = {
@@ -298,14 +311,20 @@ static int cmd_record(int argc, char **argv)
 				return usft_usage_error("record", "unknown clock '%s'", clk);
 			break;
 		case 'O': {
-			char *eq = strchr(optarg, '='), name[64];
+			char *eq = strchr(optarg, '='), name[64], was[32];
+			bool known;
 
 			/* checked here (the program would only warn and go on) */
 			snprintf(name, sizeof(name), "%.*s", eq ? (int)(eq - optarg) : (int)strlen(optarg),
 				 optarg);
+			known = !usft_get_option(name, was, sizeof(was));
 			if (usft_set_option(name, eq ? eq + 1 : "1"))
 				return usft_usage_error("record", "-O %s refused (the line above "
 							"says why)", optarg);
+			/* only checked: the option is the program's, not this process's
+			 * (stat_at_exit=1 would print usft's own counters too) */
+			if (known)
+				usft_set_option(name, was);
 			if (options) {
 				char *p = realloc(options, strlen(options) + strlen(optarg) + 2);
 
@@ -349,6 +368,15 @@ static int cmd_record(int argc, char **argv)
 
 		fprintf(stderr, "usft: %s: %s\n", argv[optind], strerror(e));
 		return e == ENOENT ? USFT_EXIT_NOTFOUND : USFT_EXIT_NOEXEC;
+	}
+	if (is_static(progpath)) {
+		fprintf(stderr, "usft: %s is statically linked: LD_PRELOAD cannot load usft into it, "
+			"so nothing can be recorded (`usft list -f %s` still lists its functions).\n"
+			"usft: link it dynamically (without -static), or link libusft.a "
+			"(usft::usft_static) into it and register an ftrace_ops in the program "
+			"itself (docs/getting-started.md, \"Use the API in your own program\")\n",
+			argv[optind], argv[optind]);
+		return USFT_EXIT_RECORD_FAIL;
 	}
 	/* a private temporary file (traces hold sensitive data) that every
 	 * process of the run appends to; FILE itself only once it ran */
@@ -532,6 +560,13 @@ static int cmd_stat(int argc, char **argv)
 	if (argc > 1)
 		return usft_usage_error("stat", "unexpected argument '%s'", argv[1]);
 	usft_print_stat(stdout);
+	/* this process's runtime has traced nothing: say so, and where the
+	 * counters of a real program are */
+	printf("# These are the options and the counters of a fresh runtime, the one inside\n"
+	       "# this usft command, which has traced nothing: its counters are zero. To see\n"
+	       "# a program's own counters, run it with USFT_OPTIONS=stat_at_exit=1 (printed\n"
+	       "# on stderr when it exits; usft record -O stat_at_exit=1 does the same), or\n"
+	       "# call usft_print_stat() in it.\n");
 	return fflush(stdout) ? USFT_EXIT_FAIL : USFT_EXIT_OK;
 }
 

@@ -412,6 +412,7 @@ struct usft_options {
 	int per_callsite_ops;
 	int call_ops;
 	int graph_jmp;
+	int stat_at_exit;	/* usft_print_stat(stderr) when the process exits */
 };
 extern struct usft_options usft_opts;
 extern struct usft_stats usft_counters;

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <usft/version.h>
 #include "core/internal.h"
 
@@ -82,6 +83,8 @@ static const struct usft_option_desc usft_option_table[] = {
 	{ "call_ops", &usft_opts.call_ops, NULL, 1, false, "arm64 CALL_OPS literals" },
 	{ "graph_jmp", &usft_opts.graph_jmp, NULL, 1, false,
 	  "x86-64: a site whose only ops is a graph ops jumps to a stub that calls the body" },
+	{ "stat_at_exit", &usft_opts.stat_at_exit, NULL, 1, true,
+	  "print these options and the counters on stderr when the process exits" },
 };
 
 static const struct usft_option_desc *find_option(const char *name, size_t len)
@@ -285,6 +288,28 @@ USFT_API void usft_print_stat(FILE *out)
 	P(nr_reclaim_scans);
 #undef P
 	fprintf(out, "  %-22s %s\n", "state", st.disabled ? "dead (ftrace_bug)" : "ok");
+}
+
+/*
+ * stat_at_exit=1: a program's own counters, which `usft stat` (a fresh
+ * runtime in the usft process) cannot show.  The option is only ever set
+ * by an initialised runtime.  Never wait at exit: when another thread holds
+ * ftrace_lock the counters are skipped (this thread holding it itself, an
+ * exit() from a callback, passes the recursive mutex and reads them
+ * mid-update, which is harmless).
+ */
+__attribute__((destructor)) static void usft_stat_at_exit(void)
+{
+	if (!READ_ONCE(usft_opts.stat_at_exit))
+		return;
+	if (pthread_mutex_trylock(&ftrace_lock)) {
+		fprintf(stderr, "usft: stat_at_exit (pid %d): another thread is inside usft at "
+			"exit; counters not printed\n", (int)getpid());
+		return;
+	}
+	pthread_mutex_unlock(&ftrace_lock);
+	fprintf(stderr, "usft: stat_at_exit (pid %d):\n", (int)getpid());
+	usft_print_stat(stderr);
 }
 
 USFT_API const char *usft_version(void)
