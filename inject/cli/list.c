@@ -311,8 +311,12 @@ int usft_cmd_list(int argc, char **argv)
 		fprintf(stderr, "usft: %s: %s\n", prog, strerror(errno));
 		return 1;
 	}
-	if (usft_prog_interp(path, real, sizeof(real)) < 0 &&
-	    !usft_libtool_target(path, real, sizeof(real))) {
+	if (usft_prog_interp(path, real, sizeof(real)) < 0) {
+		if (usft_libtool_target(path, real, sizeof(real))) {
+			fprintf(stderr, "usft: %s is not an ELF program or shared object (nor a "
+				"libtool wrapper script): give the compiled program itself\n", prog);
+			return 1;
+		}
 		/* what `usft record` runs in the end: the wrapper execs it */
 		fprintf(stderr, "usft: %s is a libtool wrapper script; listing %s\n", prog, real);
 		snprintf(path, sizeof(path), "%s", real);

@@ -467,6 +467,11 @@ def case_messages():
           "record of a stripped program: %r" % err)
     rc, _, err = usft("list", "-f")
     check(rc == 2 and "-f needs a program" in err, "list -f alone: %r" % err)
+    notelf = os.path.join(ARGS.work, "notes.txt")
+    with open(notelf, "w") as f:
+        f.write("not a program\n")
+    rc, _, err = usft("list", "-f", notelf)
+    check(rc == 1 and "is not an ELF program" in err, "list of a text file: %r" % err)
     # usft stat alone: a fresh runtime's zeros, and where a program's counters are
     rc, out, _ = usft("stat")
     check(rc == 0 and "fresh runtime" in out and "stat_at_exit=1" in out, "stat: %r" % out)
