@@ -236,6 +236,18 @@ static void append(char **list, const char *item)
 	*list = p;
 }
 
+/* getopt_long()'s '?' (unknown option) or ':' (its value missing), said once */
+static int bad_option(const char *cmd, int c, char **argv)
+{
+	const char *arg = argv[optind - 1];
+
+	if (c == ':')
+		return usft_usage_error(cmd, "option '%s' needs a value", arg);
+	if (optopt && strncmp(arg, "--", 2))
+		return usft_usage_error(cmd, "unknown option '-%c'", optopt);
+	return usft_usage_error(cmd, "unknown option '%s'", arg);
+}
+
 /* an ELF program without PT_INTERP, or the one a libtool wrapper runs */
 static bool is_static(const char *path)
 {
@@ -277,7 +289,8 @@ static int cmd_record(int argc, char **argv)
 	pid_t pid;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+p:l:n:g:o:b:C:O:qh", lo, NULL)) != -1) {
+	opterr = 0;	/* bad_option() says it, with the fix */
+	while ((c = getopt_long(argc, argv, "+:p:l:n:g:o:b:C:O:qh", lo, NULL)) != -1) {
 		switch (c) {
 		case 'p':
 			tracer = optarg;
@@ -349,7 +362,7 @@ static int cmd_record(int argc, char **argv)
 			usft_usage(stdout, "record");
 			return 0;
 		default:
-			return usft_usage_error("record", "bad option");
+			return bad_option("record", c, argv);
 		}
 	}
 	if (strcmp(tracer, "function") && strcmp(tracer, "function_graph") &&
@@ -499,7 +512,8 @@ static int cmd_report(int argc, char **argv)
 	int c, r;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "i:F:o:h", lo, NULL)) != -1) {
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":i:F:o:h", lo, NULL)) != -1) {
 		switch (c) {
 		case 'i':
 			input = optarg;
@@ -517,7 +531,7 @@ static int cmd_report(int argc, char **argv)
 			usft_usage(stdout, "report");
 			return 0;
 		default:
-			return usft_usage_error("report", "bad option");
+			return bad_option("report", c, argv);
 		}
 	}
 	if (optind < argc)

@@ -467,6 +467,12 @@ def case_messages():
           "record of a stripped program: %r" % err)
     rc, _, err = usft("list", "-f")
     check(rc == 2 and "-f needs a program" in err, "list -f alone: %r" % err)
+    # a bad option is named once, with the way to the help
+    rc, _, err = usft("record", "--bogus", "true")
+    check(rc == 2 and err.startswith("usft record: unknown option '--bogus'\nTry"),
+          "record --bogus: %r" % err)
+    rc, _, err = usft("report", "-i")
+    check(rc == 2 and "option '-i' needs a value" in err, "report -i: %r" % err)
     notelf = os.path.join(ARGS.work, "notes.txt")
     with open(notelf, "w") as f:
         f.write("not a program\n")
