@@ -690,6 +690,26 @@ EXPORT int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_act
 	return spawn_env(real, pid, file, fa, attr, argv, envp);
 }
 
+/*
+ * daemon(): the parent leaves from inside it through glibc's own _exit()
+ * (not the one above), right after the fork: write its trace first, the
+ * kept-back entries of every thread included, as for an exec.  The child
+ * goes on under a session of its own (atfork).
+ */
+EXPORT int daemon(int nochdir, int noclose)
+{
+	static int (*real)(int, int);
+
+	if (!real)
+		real = (int (*)(int, int))next_sym("daemon");
+	if (!real) {
+		errno = ENOSYS;
+		return -1;
+	}
+	before_exec();
+	return real(nochdir, noclose);
+}
+
 /* execl*: collect the variadic arguments, then the vector forms above */
 #define COLLECT_ARGS(arg0, ap, argv)						\
 	do {									\

@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -259,6 +260,41 @@ static bool is_static(const char *path)
 	return r == 0;
 }
 
+static volatile sig_atomic_t stop_waiting;
+
+static void on_stop_waiting(int sig)
+{
+	stop_waiting = 1;
+}
+
+/*
+ * PROG has exited; the processes it started and left running (a daemon()
+ * child, background children: reparented to us, the child subreaper) are
+ * still writing to the trace.  Record until they exit too; ^C stops that.
+ */
+static void wait_leftovers(const char *prog, const char *output, bool quiet)
+{
+	struct sigaction sa = { .sa_handler = on_stop_waiting }, old;
+	int st;
+	pid_t p;
+
+	while ((p = waitpid(-1, &st, WNOHANG)) > 0)
+		;
+	if (p < 0)
+		return;		/* ECHILD: nothing left */
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, &old);	/* no SA_RESTART: waitpid() returns */
+	if (!quiet)
+		fprintf(stderr, "usft: %s left processes running (a daemon, background children): "
+			"recording until they exit (Ctrl-C stops waiting)\n", prog);
+	while (!stop_waiting && (waitpid(-1, &st, 0) > 0 || errno == EINTR))
+		;
+	sigaction(SIGINT, &old, NULL);
+	if (stop_waiting && !quiet)
+		fprintf(stderr, "usft: stopped waiting: the processes still running go on writing "
+			"to %s; the summary counts what they wrote so far\n", output);
+}
+
 static int cmd_record(int argc, char **argv)
 {
 	static const struct option lo[] = {
@@ -401,6 +437,8 @@ static int cmd_record(int argc, char **argv)
 		usft_out_abort(&out);
 		return USFT_EXIT_RECORD_FAIL;
 	}
+	/* what PROG leaves running (daemon(), background children) comes back to us */
+	prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
 	pid = fork();
 	if (pid < 0) {
 		fprintf(stderr, "usft: fork: %s\n", strerror(errno));
@@ -480,6 +518,7 @@ static int cmd_record(int argc, char **argv)
 		usft_out_abort(&out);
 		return exec_err == ENOENT ? USFT_EXIT_NOTFOUND : USFT_EXIT_NOEXEC;
 	}
+	wait_leftovers(argv[optind], output, quiet);
 	if (usft_out_commit(&out, &empty))
 		rc = USFT_EXIT_RECORD_FAIL;
 	else

@@ -17,6 +17,7 @@ import os
 import re
 import resource
 import shutil
+import signal
 import subprocess
 import sys
 
@@ -278,6 +279,31 @@ def case_spawn():
     r = graph_case("spawn", "spawn", canon=canonical_by_order)
     # the parent, 2 spawned children, 2 forked children and their new images
     check(r["processes"] == 7, "processes %d" % r["processes"])
+
+
+def case_daemon():
+    """daemon(): the parent's events (it leaves through glibc's own _exit)
+    are kept, and `usft record` records until the daemon child is done."""
+    r = graph_case("daemon", "daemon", canon=canonical_by_order)
+    check(r["processes"] == 2, "processes %d" % r["processes"])
+    check("left processes running" in r["stderr"], "no word of the daemon:\n" + r["stderr"])
+    check(r["events"] == 6, "events %d" % r["events"])
+    # a process left running for good: Ctrl-C stops the wait, not the record
+    e = {k: v for k, v in os.environ.items() if not k.startswith("USFT_") and k != "LD_PRELOAD"}
+    p = subprocess.Popen([ARGS.usft, "record", "-o", "left.dat", "--", "sh", "-c",
+                          "sleep 60 & echo $!"], cwd=ARGS.work, env=e,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    sleeper = int(p.stdout.readline())
+    try:
+        err = p.stderr.readline()
+        check("left processes running" in err, "no word of the process left: %r" % err)
+        p.send_signal(signal.SIGINT)
+        rc = p.wait(timeout=60)
+        err = p.stderr.read()
+        check(rc == 0 and "stopped waiting" in err, "after Ctrl-C: %d %r" % (rc, err))
+    finally:
+        os.kill(sleeper, signal.SIGKILL)
+        p.kill()
 
 
 def case_fork():
