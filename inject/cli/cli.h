@@ -50,8 +50,8 @@ struct usft_out {
 int usft_out_prepare(const char *output, bool follow_symlink, struct usft_out *o);
 const char *usft_out_write_path(const struct usft_out *o);
 void usft_out_abort(struct usft_out *o);		/* the program never ran */
-/* the program ran: rename, or drop an empty file (*empty); Return: 0 or -1 */
-int usft_out_commit(struct usft_out *o, bool *empty);
+/* complete: rename, or drop an empty file unless @keep_empty (*empty); Return: 0 or -1 */
+int usft_out_commit(struct usft_out *o, bool keep_empty, bool *empty);
 void usft_record_summary(const struct usft_out *o, const char *prog, const char *progpath,
 			 bool empty);
 /*

@@ -10,7 +10,8 @@
  * link named by -o is refused unless --follow-symlink (then the file it
  * points to is replaced, the link kept).  A FILE that exists and is not a
  * regular file (/dev/null, a FIFO, a device) is written directly: it cannot
- * be renamed over, nor read back for a summary.
+ * be renamed over, nor read back for a summary.  `usft report -o` writes
+ * its output the same way.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -127,7 +128,7 @@ void usft_out_abort(struct usft_out *o)
 	o->tmp[0] = 0;
 }
 
-int usft_out_commit(struct usft_out *o, bool *empty)
+int usft_out_commit(struct usft_out *o, bool keep_empty, bool *empty)
 {
 	struct stat st;
 
@@ -135,10 +136,10 @@ int usft_out_commit(struct usft_out *o, bool *empty)
 	if (o->direct)
 		return 0;
 	if (stat(o->tmp, &st)) {
-		fprintf(stderr, "usft: the trace file %s is gone: %s\n", o->tmp, strerror(errno));
+		fprintf(stderr, "usft: the file %s is gone: %s\n", o->tmp, strerror(errno));
 		return -1;
 	}
-	if (!st.st_size) {
+	if (!st.st_size && !keep_empty) {
 		*empty = true;
 		usft_out_abort(o);
 		return 0;

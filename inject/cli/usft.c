@@ -69,8 +69,9 @@ static const struct {
 	  "Print a trace file: the kernel's trace formats (text) or Chrome trace-event JSON.\n"
 	  "  -i, --input FILE         trace file (default usft.dat)\n"
 	  "  -F, --format FORMAT      text (default) or json\n"
-	  "  -o, --output OUT         write there instead of stdout\n"
-	  "      --no-header          text: leave out the '#' header lines\n" },
+	  "  -o, --output OUT         write there instead of stdout (replaced once complete)\n"
+	  "      --no-header          text: leave out the '#' header lines\n"
+	  "      --follow-symlink     -o OUT may be a symbolic link: replace what it points to\n" },
 	{ "list",
 	  "usage: usft list -f PROG [GLOB]\n"
 	  "List the patchable functions of PROG and of the libraries it loads\n"
@@ -519,7 +520,7 @@ static int cmd_record(int argc, char **argv)
 		return exec_err == ENOENT ? USFT_EXIT_NOTFOUND : USFT_EXIT_NOEXEC;
 	}
 	wait_leftovers(argv[optind], output, quiet);
-	if (usft_out_commit(&out, &empty))
+	if (usft_out_commit(&out, false, &empty))
 		rc = USFT_EXIT_RECORD_FAIL;
 	else
 		rc = WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
@@ -541,13 +542,17 @@ static int cmd_report(int argc, char **argv)
 		{ "format", required_argument, NULL, 'F' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "no-header", no_argument, NULL, 'N' },
+		{ "follow-symlink", no_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	const char *input = "usft.dat", *format = "text", *output = NULL;
 	unsigned int flags = 0;
 	struct usft_trace t;
+	struct usft_out o;
+	struct stat in_st, out_st;
 	FILE *out = stdout;
+	bool follow = false, empty;
 	int c, r;
 
 	optind = 1;
@@ -565,6 +570,9 @@ static int cmd_report(int argc, char **argv)
 			break;
 		case 'N':
 			flags |= USFT_PRINT_NO_HEADER;
+			break;
+		case 'S':
+			follow = true;
 			break;
 		case 'h':
 			usft_usage(stdout, "report");
@@ -589,19 +597,48 @@ static int cmd_report(int argc, char **argv)
 			r == -EINVAL ? "not a usft trace file" : strerror(-r));
 		return USFT_EXIT_FAIL;
 	}
-	if (output && !(out = fopen(output, "w"))) {
-		fprintf(stderr, "usft: %s: %s\n", output, strerror(errno));
-		usft_trace_free(&t);
-		return USFT_EXIT_FAIL;
+	/* OUT replaced only once complete, as record's FILE (output.c) */
+	if (output) {
+		if (usft_out_prepare(output, follow, &o)) {
+			usft_trace_free(&t);
+			return USFT_EXIT_FAIL;
+		}
+		if (!stat(input, &in_st) && !stat(o.path, &out_st) && in_st.st_dev == out_st.st_dev &&
+		    in_st.st_ino == out_st.st_ino) {
+			fprintf(stderr, "usft: -o %s is the trace being read; name another file\n",
+				output);
+			usft_out_abort(&o);
+			usft_trace_free(&t);
+			return USFT_EXIT_FAIL;
+		}
+		out = fopen(usft_out_write_path(&o), o.direct ? "w" : "we");
+		if (!out) {
+			fprintf(stderr, "usft: %s: %s\n", output, strerror(errno));
+			usft_out_abort(&o);
+			usft_trace_free(&t);
+			return USFT_EXIT_FAIL;
+		}
 	}
+	errno = 0;
 	r = strcmp(format, "json") ? usft_print_text(out, &t, flags) : usft_print_json(out, &t, flags);
 	if (t.truncated)
 		fprintf(stderr, "usft: %s ends inside a chunk: a process was killed while writing "
 			"it, or the disk filled up (ENOSPC); what came before is shown\n", input);
 	usft_trace_free(&t);
-	if (fflush(out) || (out != stdout && fclose(out)))
-		r = -1;
-	return r ? USFT_EXIT_FAIL : USFT_EXIT_OK;
+	/* the first failed write left its errno (ENOSPC, EPIPE, ...) */
+	r = fflush(out) || r;
+	if (out != stdout)
+		r = fclose(out) || r;
+	if (r) {
+		fprintf(stderr, "usft: writing %s: %s\n", output ? output : "the standard output",
+			strerror(errno ? errno : EIO));
+		if (output)
+			usft_out_abort(&o);
+		return USFT_EXIT_FAIL;
+	}
+	if (output && usft_out_commit(&o, true, &empty))
+		return USFT_EXIT_FAIL;
+	return USFT_EXIT_OK;
 }
 
 static int cmd_stat(int argc, char **argv)

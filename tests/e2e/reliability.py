@@ -261,6 +261,33 @@ def case_record_output():
     no_temp_left()
 
 
+def case_report_output():
+    """`usft report -o OUT` replaces OUT only when complete, never with the
+    trace it reads, and does not follow a symbolic link unless asked."""
+    rc, _, err = usft("record", "-q", "-o", "t.dat", tracee("nest"))
+    check(rc == 0, "record: %s" % err)
+    with open(work("out.txt"), "w") as f:
+        f.write("old report\n")
+    write("empty.dat", b"")
+    rc, _, err = usft("report", "-i", "empty.dat", "-o", "out.txt")
+    check(rc == 1 and read("out.txt") == b"old report\n", "failed report: %d %s" % (rc, err))
+    rc, _, err = usft("report", "-i", "t.dat", "-o", "t.dat")
+    check(rc == 1 and "trace being read" in err and read("t.dat").startswith(b"USFT"),
+          "-o INPUT: rc %d %r" % (rc, err))
+    os.symlink("out.txt", work("out.lnk"))
+    rc, _, err = usft("report", "-i", "t.dat", "-o", "out.lnk")
+    check(rc == 1 and "--follow-symlink" in err and read("out.txt") == b"old report\n",
+          "-o LINK: rc %d %r" % (rc, err))
+    rc, _, err = usft("report", "-i", "t.dat", "-o", "out.lnk", "--follow-symlink")
+    check(rc == 0 and b"outer <-main" in read("out.txt") and os.path.islink(work("out.lnk")),
+          "--follow-symlink: rc %d %r" % (rc, err))
+    rc, _, err = usft("report", "-i", "t.dat", "-o", "/dev/full")
+    check(rc == 1 and "No space left on device" in err, "-o /dev/full: rc %d %r" % (rc, err))
+    rc, _, err = usft("report", "-i", "t.dat", "-o", "/dev/null")
+    check(rc == 0, "-o /dev/null: rc %d %r" % (rc, err))
+    no_temp_left()
+
+
 def case_output_errors():
     """A trace that cannot be written says why: /dev/full and a full disk are
     ENOSPC (not "no patchable functions", not "a process died")."""
