@@ -154,17 +154,32 @@ void usft_sync_core(void)
 
 /* ---- rendezvous ------------------------------------------------------ */
 
-#define RV_MAX 4096
+/*
+ * Thread lists have no fixed size: they grow with the process's thread
+ * count.  The acknowledgement array is written by the handlers, and one
+ * stopped in a debugger may write into an array of an earlier round
+ * (rv_drain() gives up on it), so an array that is replaced is never freed
+ * (they double, so the old ones together are smaller than the current).
+ */
+struct rv_list {
+	int *v;
+	int cap;
+};
+struct rv_ackv {
+	int cap;
+	int v[];
+};
 static void (*rv_fn)(ucontext_t *, void *);
 static void *rv_arg;
-static int rv_acks[RV_MAX];
+static struct rv_ackv *rv_acks;
 static int rv_nacks;
 static int rv_signo;
 static struct sigaction rv_old;
 static pthread_mutex_t rv_lock = PTHREAD_MUTEX_INITIALIZER;
 static int rv_go, rv_left;	/* usft_stop_machine(): release, handlers gone */
 static int rv_active;		/* threads inside rv_handler for one of our signals */
-static int rv_skipped[RV_MAX], rv_nskipped;	/* threads that block the signal */
+static struct rv_list rv_skipped;	/* threads that block the signal */
+static int rv_nskipped;
 
 static void rv_park(ucontext_t *uc, void *arg)
 {
@@ -178,6 +193,7 @@ static __no_tsan void rv_handler(int sig, siginfo_t *si, void *uc)
 
 	if (si->si_code == SI_TKILL && si->si_pid == getpid()) {
 		void (*fn)(ucontext_t *, void *);
+		struct rv_ackv *acks;
 		int n;
 
 		/* in here every signal is blocked: see rv_signal_all() */
@@ -187,8 +203,9 @@ static __no_tsan void rv_handler(int sig, siginfo_t *si, void *uc)
 			goto out_active;	/* a late signal of a finished rendezvous */
 		fn(uc, rv_arg);
 		n = __atomic_fetch_add(&rv_nacks, 1, __ATOMIC_SEQ_CST);
-		if (n < RV_MAX)
-			__atomic_store_n(&rv_acks[n], (int)syscall(SYS_gettid), __ATOMIC_RELEASE);
+		acks = __atomic_load_n(&rv_acks, __ATOMIC_ACQUIRE);
+		if (acks && n < acks->cap)
+			__atomic_store_n(&acks->v[n], (int)syscall(SYS_gettid), __ATOMIC_RELEASE);
 		if (fn == rv_park) {
 			/* usft_stop_machine(): stay here until the caller is done */
 			while (!__atomic_load_n(&rv_go, __ATOMIC_ACQUIRE))
@@ -217,7 +234,25 @@ static int rv_install(void)
 	return usft_claim_signal(rv_signo, &sa, &rv_old);
 }
 
-static int list_tids(int *tids, int max)
+static int rv_list_reserve(struct rv_list *l, int n)
+{
+	int cap = l->cap ? l->cap : 64;
+	int *v;
+
+	if (n <= l->cap)
+		return 0;
+	while (cap < n)
+		cap *= 2;
+	v = realloc(l->v, cap * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	l->v = v;
+	l->cap = cap;
+	return 0;
+}
+
+/* the threads of the process into @l (NULL: only count them) */
+static int list_tids(struct rv_list *l)
 {
 	DIR *d = opendir("/proc/self/task");
 	struct dirent *de;
@@ -225,14 +260,44 @@ static int list_tids(int *tids, int max)
 
 	if (!d)
 		return -errno;
-	while ((de = readdir(d)) && n < max) {
+	while ((de = readdir(d))) {
 		int tid = atoi(de->d_name);
 
-		if (tid > 0)
-			tids[n++] = tid;
+		if (tid <= 0)
+			continue;
+		if (l && rv_list_reserve(l, n + 1)) {
+			closedir(d);
+			return -ENOMEM;
+		}
+		if (l)
+			l->v[n] = tid;
+		n++;
 	}
 	closedir(d);
 	return n;
+}
+
+static int tid_cmp(const void *a, const void *b)
+{
+	int x = *(const int *)a, y = *(const int *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* room for the acks of @n threads (a late signal of an earlier round adds one) */
+static int rv_acks_reserve(int n)
+{
+	struct rv_ackv *a = rv_acks;
+	int cap = 2 * n + 64;
+
+	if (a && a->cap >= cap)
+		return 0;
+	a = calloc(1, sizeof(*a) + cap * sizeof(a->v[0]));
+	if (!a)
+		return -ENOMEM;
+	a->cap = cap;
+	__atomic_store_n(&rv_acks, a, __ATOMIC_RELEASE);	/* the old one stays: see above */
+	return 0;
 }
 
 /* Does thread @tid block signal @signo?  (SigBlk in /proc/self/task/<tid>/status) */
@@ -260,9 +325,7 @@ static bool thread_blocks(int tid, int signo)
 
 int usft_nr_threads(void)
 {
-	static int tids[RV_MAX];
-
-	return list_tids(tids, RV_MAX);
+	return list_tids(NULL);
 }
 
 /*
@@ -273,12 +336,21 @@ int usft_nr_threads(void)
  */
 static int rv_signal_all(void (*fn)(ucontext_t *uc, void *arg), void *arg, int *nacked)
 {
-	static int tids[RV_MAX], sent[RV_MAX];
+	static struct rv_list tids_l, sent_l, acked_l;
 	int self = (int)syscall(SYS_gettid), pid = getpid();
-	int n, nsent = 0, missing = 0;
+	int n, nsent = 0, missing = 0, *tids, *sent;
 	struct timespec t0, now;
 
-	n = list_tids(tids, RV_MAX);
+	n = list_tids(&tids_l);
+	if (n < 0 || rv_list_reserve(&sent_l, n) || rv_list_reserve(&rv_skipped, n) ||
+	    rv_acks_reserve(n) || rv_list_reserve(&acked_l, rv_acks->cap)) {
+		/* no thread reached: every caller takes that as "not safe" */
+		pr_warn("usft: no memory for the thread rendezvous (%d threads)\n", n);
+		*nacked = 0;
+		return n > 1 ? n - 1 : 1;
+	}
+	tids = tids_l.v;
+	sent = sent_l.v;
 	rv_nskipped = 0;
 	rv_arg = arg;
 	rv_nacks = 0;
@@ -291,8 +363,7 @@ static int rv_signal_all(void (*fn)(ucontext_t *uc, void *arg), void *arg, int *
 		 * skipped (docs/design.md: such threads are not relocated).
 		 */
 		if (thread_blocks(tids[i], rv_signo)) {
-			if (rv_nskipped < RV_MAX)
-				rv_skipped[rv_nskipped++] = tids[i];
+			rv_skipped.v[rv_nskipped++] = tids[i];
 			pr_debug("usft: thread %d blocks signal %d; not part of the rendezvous\n",
 				 tids[i], rv_signo);
 			continue;
@@ -302,14 +373,18 @@ static int rv_signal_all(void (*fn)(ucontext_t *uc, void *arg), void *arg, int *
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (;;) {
+		int nack = __atomic_load_n(&rv_nacks, __ATOMIC_ACQUIRE);
+
+		/* sorted copy of the acks so far: n log n, not n^2, with many threads */
+		if (nack > rv_acks->cap)
+			nack = rv_acks->cap;
+		for (int k = 0; k < nack; k++)
+			acked_l.v[k] = __atomic_load_n(&rv_acks->v[k], __ATOMIC_ACQUIRE);
+		qsort(acked_l.v, nack, sizeof(int), tid_cmp);
 		missing = 0;
 		for (int i = 0; i < nsent; i++) {
-			bool acked = false;
-			int nack = __atomic_load_n(&rv_nacks, __ATOMIC_ACQUIRE);
+			bool acked = nack && bsearch(&sent[i], acked_l.v, nack, sizeof(int), tid_cmp);
 
-			for (int k = 0; k < nack && k < RV_MAX; k++)
-				if (__atomic_load_n(&rv_acks[k], __ATOMIC_ACQUIRE) == sent[i])
-					acked = true;
 			if (!acked && syscall(SYS_tgkill, pid, sent[i], 0) == 0)
 				missing++;
 		}
@@ -388,8 +463,10 @@ int usft_threads_scan(void (*fn)(ucontext_t *uc, void *arg), void *arg,
 	smp_store_release(&rv_fn, NULL);
 	rv_drain();
 	*nblocked = 0;
+	if (blocked_pc && rv_nskipped > max)
+		missing += rv_nskipped - max;	/* where those are is not reported: not clean */
 	for (int i = 0; i < rv_nskipped && *nblocked < max; i++)
-		blocked_pc[(*nblocked)++] = syscall_pc(rv_skipped[i]);
+		blocked_pc[(*nblocked)++] = syscall_pc(rv_skipped.v[i]);
 	pthread_mutex_unlock(&rv_lock);
 	return missing;
 }

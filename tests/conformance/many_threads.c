@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "test_common.h"
@@ -66,13 +67,12 @@ static void *unregister_it(void *arg)
 	return (void *)ret;
 }
 
-Test(tasks_rcu, grace_period_sees_more_than_4096_threads, .timeout = 120)
+static pthread_t parked_tids[NR_PARKED];
+static pthread_attr_t small_stack;
+
+/* NR_PARKED threads that ran traced code (registered), waiting on a barrier */
+static void park_threads(void)
 {
-	static pthread_t tids[NR_PARKED];
-	struct timespec wait = { 0, 200 * 1000 * 1000 };
-	pthread_t b, u;
-	pthread_attr_t a;
-	void *ret;
 	int n;
 
 	cr_assert_eq(usft_init(), 0);
@@ -80,10 +80,10 @@ Test(tasks_rcu, grace_period_sees_more_than_4096_threads, .timeout = 120)
 		     0);
 	cr_assert_eq(register_ftrace_function(&mt_ops), 0);
 	cr_assert_eq(pthread_barrier_init(&park, NULL, NR_PARKED + 1), 0);
-	pthread_attr_init(&a);
-	pthread_attr_setstacksize(&a, PTHREAD_STACK_MIN + 64 * 1024);
+	pthread_attr_init(&small_stack);
+	pthread_attr_setstacksize(&small_stack, PTHREAD_STACK_MIN + 64 * 1024);
 	for (n = 0; n < NR_PARKED; n++)
-		if (pthread_create(&tids[n], &a, parked, NULL))
+		if (pthread_create(&parked_tids[n], &small_stack, parked, NULL))
 			break;
 	if (n < NR_PARKED) {
 		/* cannot happen on a sane machine; a limit of the test's environment */
@@ -93,12 +93,28 @@ Test(tasks_rcu, grace_period_sees_more_than_4096_threads, .timeout = 120)
 	}
 	pthread_barrier_wait(&park);
 	cr_assert_eq(atomic_load(&calls), NR_PARKED);
+}
 
+static void release_threads(void)
+{
+	pthread_barrier_wait(&park);
+	for (int i = 0; i < NR_PARKED; i++)
+		pthread_join(parked_tids[i], NULL);
+	pthread_attr_destroy(&small_stack);
+}
+
+Test(tasks_rcu, grace_period_sees_more_than_4096_threads, .timeout = 120)
+{
+	struct timespec wait = { 0, 200 * 1000 * 1000 };
+	pthread_t b, u;
+	void *ret;
+
+	park_threads();
 	/* thread number NR_PARKED + 2 enters the callback and stays */
-	cr_assert_eq(pthread_create(&b, &a, blocker, NULL), 0);
+	cr_assert_eq(pthread_create(&b, &small_stack, blocker, NULL), 0);
 	while (!atomic_load(&inside))
 		;
-	cr_assert_eq(pthread_create(&u, &a, unregister_it, NULL), 0);
+	cr_assert_eq(pthread_create(&u, &small_stack, unregister_it, NULL), 0);
 	nanosleep(&wait, NULL);
 	atomic_store(&release, 1);
 	pthread_join(b, NULL);
@@ -106,10 +122,58 @@ Test(tasks_rcu, grace_period_sees_more_than_4096_threads, .timeout = 120)
 	cr_expect_eq((long)ret, 0, "unregister_ftrace_function(): %ld", (long)ret);
 	cr_expect_eq(atomic_load(&violation), 0,
 		     "unregister_ftrace_function() returned while a thread was in the callback");
+	release_threads();
+	ftrace_free_filter(&mt_ops);
+}
 
-	pthread_barrier_wait(&park);
-	for (int i = 0; i < NR_PARKED; i++)
-		pthread_join(tids[i], NULL);
-	pthread_attr_destroy(&a);
+/*
+ * The thread rendezvous reaches every thread too: a reclaim scan (which
+ * lets freed trampoline memory be handed out again once no thread's pc is
+ * in trampoline memory) must see thread NR_PARKED + 2 spinning inside a
+ * trampoline, so nothing freed meanwhile is reused.
+ */
+#if defined(__x86_64__)
+/* 1: mov (%rdi),%eax; test %eax,%eax; je 1b; ret */
+static const unsigned char spin_code[] = { 0x8b, 0x07, 0x85, 0xc0, 0x74, 0xfa, 0xc3 };
+#elif defined(__aarch64__)
+/* 1: ldr w1, [x0]; cbz w1, 1b; ret */
+static const unsigned int spin_code[] = { 0xb9400001, 0x34ffffe1, 0xd65f03c0 };
+#endif
+
+#define NR_CHUNKS 400
+
+static void *spin_in_trampoline(void *code)
+{
+	((void (*)(atomic_int *))code)(&release);
+	return NULL;
+}
+
+Test(tasks_rcu, reclaim_scan_sees_more_than_4096_threads, .timeout = 120)
+{
+	static unsigned long addr[NR_CHUNKS];
+	unsigned int reused = 0;
+	void *spin;
+	pthread_t s;
+
+	park_threads();
+	spin = usft_alloc_trampoline(spin_code, sizeof(spin_code), 0);
+	cr_assert_not_null(spin, "usft_alloc_trampoline: %s", strerror(errno));
+	cr_assert_eq(pthread_create(&s, &small_stack, spin_in_trampoline, spin), 0);
+	for (int i = 0; i < NR_CHUNKS; i++) {
+		void *p = usft_alloc_trampoline(spin_code, sizeof(spin_code), 0);
+
+		cr_assert_not_null(p, "chunk %d: %s", i, strerror(errno));
+		addr[i] = (unsigned long)p;
+		for (int k = 0; k < i; k++)
+			reused += addr[k] == addr[i];
+		usft_free_trampoline(p, sizeof(spin_code));
+	}
+	atomic_store(&release, 1);
+	pthread_join(s, NULL);
+	cr_expect_eq(reused, 0, "trampoline memory was reused %u times while a thread ran in it",
+		     reused);
+	usft_free_trampoline(spin, sizeof(spin_code));
+	release_threads();
+	unregister_ftrace_function(&mt_ops);
 	ftrace_free_filter(&mt_ops);
 }
