@@ -145,6 +145,7 @@ static void usft_tasks_atfork_child(void)
 	pthread_mutex_init(&usft_tasks_lock, NULL);
 	tasks_incoming = NULL;
 	tasks_list.reg_next = tasks_list.reg_prev = &tasks_list;
+	t->listed = false;	/* its links point into the parent's list */
 	if (t->state == 2)
 		tasks_list_add(t);
 	else
