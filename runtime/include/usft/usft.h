@@ -68,6 +68,15 @@ USFT_API int usft_stat(struct usft_stats *st);
 /** usft_print_stat() - options and counters in `usft stat` format. */
 USFT_API void usft_print_stat(FILE *out);
 
+/**
+ * usft_print_enabled_functions() - the sites that call out now, one a line,
+ * in the format of the kernel's tracefs enabled_functions:
+ * "name (refs) R I D O M" (the flag letters: FTRACE_FL_REGS, IPMODIFY,
+ * DIRECT, CALL_OPS, MODIFIED), "\ttramp: 0x..." when the site calls an ops
+ * trampoline.  Return: the number of lines.
+ */
+USFT_API unsigned long usft_print_enabled_functions(FILE *out);
+
 /** usft_version() - "MAJOR.MINOR.PATCH" */
 USFT_API const char *usft_version(void);
 
