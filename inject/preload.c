@@ -19,6 +19,7 @@
  *   USFT_PREFAULT=1   fault in the first thread's whole ring at start
  *   USFT_CLOCK        auto | mono | counter
  *   USFT_OPTIONS      runtime options (read by libusft itself)
+ *   USFT_CONTROL=0    no control socket (tracers/control.c)
  * In a secure-execution program (set-uid, set-gid, capabilities:
  * getauxval(AT_SECURE)) the shim does nothing at all.
  *
@@ -766,6 +767,7 @@ EXPORT void _exit(int status)
 	if (!real)
 		real = (void (*)(int))next_sym("_exit");
 	usft_tracer_stop();
+	usft_control_exit();
 	real(status);
 	__builtin_unreachable();
 }
@@ -1050,6 +1052,12 @@ __attribute__((constructor)) static void usft_preload_init(void)
 			setenv("USFT_APPEND", "1", 1);
 		if (o.output == abs_out)
 			setenv("USFT_OUTPUT", abs_out, 1);
+		/* `usft stat -P`, `usft attach` reach this process (docs/attach.md) */
+		v = getenv("USFT_CONTROL");
+		if (!v || strcmp(v, "0")) {
+			usft_control_set_conf(&o);
+			usft_control_start();
+		}
 	}
 	usft_self_begin();
 	carry_env_init();
@@ -1058,6 +1066,8 @@ __attribute__((constructor)) static void usft_preload_init(void)
 
 __attribute__((destructor)) static void usft_preload_fini(void)
 {
-	if (!preload_secure)
+	if (!preload_secure) {
 		usft_tracer_stop();
+		usft_control_exit();
+	}
 }

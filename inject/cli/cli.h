@@ -13,6 +13,15 @@ enum {
 	USFT_EXIT_OK = 0,
 	USFT_EXIT_FAIL = 1,		/* report/list/stat: the work failed */
 	USFT_EXIT_USAGE = 2,		/* bad command line */
+	/* attach, detach, record -P, stat -P: why the process was left alone */
+	USFT_EXIT_NOPROC = 3,		/* no such process */
+	USFT_EXIT_PERM = 4,		/* not permitted (uid, ptrace EPERM, ptrace_scope) */
+	USFT_EXIT_NOSITES = 5,		/* no patchable functions */
+	USFT_EXIT_ARCH = 6,		/* another architecture */
+	USFT_EXIT_STATIC = 7,		/* no dynamic loader / libc (static binary) */
+	USFT_EXIT_TRACED = 8,		/* already traced by a debugger */
+	USFT_EXIT_GONE = 9,		/* exited or exec'd during the attach */
+	USFT_EXIT_NOCTL = 10,		/* no control socket (not attached) */
 	USFT_EXIT_RECORD_FAIL = 125,	/* record: usft itself failed */
 	USFT_EXIT_NOEXEC = 126,		/* record: PROG found but not runnable */
 	USFT_EXIT_NOTFOUND = 127,	/* record: PROG not found */
@@ -63,5 +72,23 @@ int usft_prog_interp(const char *path, char *interp, size_t len);
 /* usft_libtool_target() - the real program behind a libtool wrapper script
  * @path (.libs/lt-NAME or .libs/NAME).  Return: 0 with @out set, or -1. */
 int usft_libtool_target(const char *path, char *out, size_t len);
+/* the sites of @path (link-time addresses, malloc'd); Return: 0 or -errno */
+int usft_read_sites(const char *path, unsigned long **addrs, size_t *n);
+/* libusft-preload.so for this usft; Return: 0 or -1 */
+int usft_find_preload(char *out, size_t len);
+
+/* attach.c: the commands that reach a running process */
+struct usft_record_args {
+	const char *tracer, *filter, *notrace_list, *graph, *clock;
+	long long depth, bufkb;
+	const char *output;		/* -o as given */
+	bool follow_symlink;
+	double duration;		/* seconds, 0: until ^C or exit */
+	bool quiet;
+};
+int usft_record_pid(const char *pid, const struct usft_record_args *a);
+int usft_cmd_attach(int argc, char **argv);
+int usft_cmd_detach(int argc, char **argv);
+int usft_stat_pid(const char *pid);
 
 #endif

@@ -336,3 +336,13 @@ int usft_cmd_list(int argc, char **argv)
 		fprintf(stderr, "usft: %s\n", usft_no_sites_reason(path, prog));
 	return 0;
 }
+
+int usft_read_sites(const char *path, unsigned long **addrs, size_t *n)
+{
+	struct sites s = { 0 };
+	int ret = read_sites(path, &s);
+
+	*addrs = s.addr;
+	*n = s.n;
+	return ret;
+}

@@ -6,6 +6,8 @@
  *               [-b KB] [-C CLOCK] [-O NAME=VALUE]... [--max-graph-depth N]
  *               [-q] [--] PROG [ARGS]
  *   usft report [-i FILE] [--format text|json] [-o OUT]
+ *   usft record -P PID [options]      (attach.c: a running process)
+ *   usft attach PID, usft detach PID, usft stat -P PID
  *   usft list -f PROG [GLOB]
  *   usft stat
  *
@@ -48,7 +50,11 @@ static const struct {
 } usage_text[] = {
 	{ "record",
 	  "usage: usft record [OPTIONS] [--] PROG [ARGS...]\n"
-	  "Run PROG (built with the patch flags) under the usft preload shim and record a trace.\n"
+	  "       usft record -P PID [OPTIONS]\n"
+	  "Run PROG (built with the patch flags) under the usft preload shim and record a trace,\n"
+	  "or attach to the running process PID, record, and detach (docs/attach.md).\n"
+	  "  -P, --pid PID            record the running process PID (no PROG)\n"
+	  "      --duration SECONDS   -P: stop after SECONDS (default: ^C or PID's exit)\n"
 	  "  -p, --plugin TRACER      function (default), function_graph, profile or nop\n"
 	  "      --tracer TRACER      the same as --plugin\n"
 	  "  -l, --filter GLOB        trace only matching functions (repeatable)\n"
@@ -77,10 +83,23 @@ static const struct {
 	  "List the patchable functions of PROG and of the libraries it loads\n"
 	  "(\"func\" for PROG's own, \"func [library]\" for the others).\n" },
 	{ "stat",
-	  "usage: usft stat\n"
+	  "usage: usft stat [-P PID]\n"
 	  "Print the runtime options (USFT_OPTIONS applied) and the counters of a fresh runtime\n"
 	  "(zero: this command traces nothing). A program's own counters: run it with\n"
-	  "USFT_OPTIONS=stat_at_exit=1, or call usft_print_stat() in it.\n" },
+	  "USFT_OPTIONS=stat_at_exit=1, call usft_print_stat() in it, or use -P.\n"
+	  "  -P, --pid PID            the options and live counters of process PID\n" },
+	{ "attach",
+	  "usage: usft attach PID\n"
+	  "Load the usft runtime into the running process PID (or join the one it has) and\n"
+	  "leave its control socket serving; nothing is traced until a recording starts.\n"
+	  "Exit status: 0; 3 no such process, 4 not permitted, 5 no patchable functions,\n"
+	  "6 another architecture, 7 no dynamic loader, 8 traced by a debugger,\n"
+	  "9 it exited or exec'd during the attach, 1 other failures.\n" },
+	{ "detach",
+	  "usage: usft detach PID\n"
+	  "Stop recording in process PID, put every site back as it was, end usft's threads\n"
+	  "there.  The runtime stays loaded; a later attach reuses it.\n"
+	  "Exit status: 0; 10 PID has no usft control socket, or as for attach.\n" },
 };
 
 void usft_usage(FILE *out, const char *cmd)
@@ -96,7 +115,9 @@ void usft_usage(FILE *out, const char *cmd)
 		"usage: usft <command> [options]\n"
 		"usft %s - the Linux kernel's ftrace in userspace\n\n"
 		"commands:\n"
-		"  record   run a program and record a trace\n"
+		"  record   run a program, or attach to a running one, and record a trace\n"
+		"  attach   load usft into a running process\n"
+		"  detach   take usft out of a running process\n"
 		"  report   print a recorded trace (text or Chrome JSON)\n"
 		"  list     list the patchable functions of a program\n"
 		"  stat     print runtime options and counters\n"
@@ -176,7 +197,7 @@ static bool file_exists(const char *p)
 }
 
 /* the shim next to us (build tree), under ../lib (install tree), or installed */
-static int find_preload(char *out, size_t len)
+int usft_find_preload(char *out, size_t len)
 {
 	char self[PATH_MAX], *slash;
 	const char *env = getenv("USFT_PRELOAD");
@@ -310,8 +331,10 @@ static int cmd_record(int argc, char **argv)
 		{ "clock", required_argument, NULL, 'C' },
 		{ "option", required_argument, NULL, 'O' },
 		{ "quiet", no_argument, NULL, 'q' },
-		{ "prefault", no_argument, NULL, 'P' },
+		{ "prefault", no_argument, NULL, 'F' },
 		{ "follow-symlink", no_argument, NULL, 'S' },
+		{ "pid", required_argument, NULL, 'P' },
+		{ "duration", required_argument, NULL, 'T' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -320,6 +343,8 @@ static int cmd_record(int argc, char **argv)
 	char preload[PATH_MAX], progpath[PATH_MAX], num[32];
 	long long depth = 0, bufkb = 0;
 	bool quiet = false, prefault = false, follow = false, empty;
+	const char *pid_arg = NULL;
+	double duration = 0;
 	struct usft_out out;
 	int c, status, rc, ep[2], exec_err = 0;
 	ssize_t n;
@@ -327,7 +352,7 @@ static int cmd_record(int argc, char **argv)
 
 	optind = 1;
 	opterr = 0;	/* bad_option() says it, with the fix */
-	while ((c = getopt_long(argc, argv, "+:p:l:n:g:o:b:C:O:qh", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+:p:l:n:g:o:b:C:O:P:qh", lo, NULL)) != -1) {
 		switch (c) {
 		case 'p':
 			tracer = optarg;
@@ -389,12 +414,24 @@ static int cmd_record(int argc, char **argv)
 		case 'q':
 			quiet = true;
 			break;
-		case 'P':
+		case 'F':
 			prefault = true;
 			break;
 		case 'S':
 			follow = true;
 			break;
+		case 'P':
+			pid_arg = optarg;
+			break;
+		case 'T': {
+			char *end;
+
+			duration = strtod(optarg, &end);
+			if (*end || !(duration > 0))
+				return usft_usage_error("record", "bad duration '%s' (seconds > 0)",
+							optarg);
+			break;
+		}
 		case 'h':
 			usft_usage(stdout, "record");
 			return 0;
@@ -406,11 +443,31 @@ static int cmd_record(int argc, char **argv)
 	    strcmp(tracer, "profile") && strcmp(tracer, "nop"))
 		return usft_usage_error("record", "unknown tracer '%s' (function, function_graph, "
 					"profile, nop)", tracer);
-	if (optind >= argc)
+	if (pid_arg && optind < argc)
+		return usft_usage_error("record", "-P PID or a program to run, not both");
+	if (!pid_arg && duration > 0)
+		return usft_usage_error("record", "--duration goes with -P PID");
+	if (pid_arg && (options || prefault))
+		return usft_usage_error("record", "-O and --prefault apply to a program usft runs, "
+					"not to -P");
+	if (optind >= argc && !pid_arg)
 		return usft_usage_error("record", "no program to run");
-	if (find_preload(preload, sizeof(preload))) {
+	if (usft_find_preload(preload, sizeof(preload))) {
 		fprintf(stderr, "usft: cannot find %s (set USFT_PRELOAD)\n", USFT_PRELOAD_NAME);
 		return USFT_EXIT_RECORD_FAIL;
+	}
+	if (pid_arg) {
+		struct usft_record_args ra = {
+			.tracer = tracer, .filter = filter, .notrace_list = notrace_list, .graph = graph,
+			.clock = clk, .depth = depth, .bufkb = bufkb, .output = output,
+			.follow_symlink = follow, .duration = duration, .quiet = quiet,
+		};
+		int r = usft_record_pid(pid_arg, &ra);
+
+		free(filter);
+		free(notrace_list);
+		free(graph);
+		return r;
 	}
 	/* the program first: a missing one must not cost an existing trace */
 	if (usft_find_program(argv[optind], progpath, sizeof(progpath))) {
@@ -647,6 +704,13 @@ static int cmd_stat(int argc, char **argv)
 		usft_usage(stdout, "stat");
 		return 0;
 	}
+	if (argc > 1 && (!strcmp(argv[1], "-P") || !strcmp(argv[1], "--pid"))) {
+		if (argc != 3)
+			return usft_usage_error("stat", "-P takes one process id");
+		return usft_stat_pid(argv[2]);
+	}
+	if (argc > 1 && !strncmp(argv[1], "--pid=", 6) && argc == 2)
+		return usft_stat_pid(argv[1] + 6);
 	if (argc > 1)
 		return usft_usage_error("stat", "unexpected argument '%s'", argv[1]);
 	usft_print_stat(stdout);
@@ -688,6 +752,10 @@ int main(int argc, char **argv)
 		return usft_cmd_list(argc - 1, argv + 1);
 	if (!strcmp(cmd, "stat"))
 		return cmd_stat(argc - 1, argv + 1);
+	if (!strcmp(cmd, "attach"))
+		return usft_cmd_attach(argc - 1, argv + 1);
+	if (!strcmp(cmd, "detach"))
+		return usft_cmd_detach(argc - 1, argv + 1);
 	fprintf(stderr, "usft: unknown command '%s'\n", cmd);
 	usft_usage(stderr, NULL);
 	return USFT_EXIT_USAGE;

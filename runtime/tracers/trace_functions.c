@@ -240,6 +240,8 @@ static void function_reset(void)
 	if (function_registered)
 		unregister_ftrace_function(&function_ops);
 	function_registered = false;
+	/* a later session (attach) starts from no filter */
+	ftrace_free_filter(&function_ops);
 }
 
 static void function_refilter(void)

@@ -151,6 +151,8 @@ static void graph_reset(void)
 		unregister_ftrace_graph(&graph_ops);
 	graph_registered = false;
 	usft_free_graph_funcs();
+	ftrace_free_filter(&graph_ops.ops);
+	graph_filter_on = false;
 }
 
 static void graph_refilter(void)

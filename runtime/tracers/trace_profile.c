@@ -179,6 +179,7 @@ static void prof_reset(void)
 	if (prof_registered)
 		unregister_ftrace_graph(&prof_ops);
 	prof_registered = false;
+	ftrace_free_filter(&prof_ops.ops);
 }
 
 static void prof_refilter(void)

@@ -77,6 +77,7 @@ static struct {
 	struct task_ent *tasks;
 	size_t ntasks, task_cap;
 	char unmatched[512];
+	bool atfork_done;
 } S = {
 	.fd = -1,
 	.lock = PTHREAD_MUTEX_INITIALIZER,
@@ -837,9 +838,9 @@ static int tracer_start(const struct usft_trace_opts *o)
 	S.opts.output = S.output;
 	if (!S.opts.buffer_size)
 		S.opts.buffer_size = 64UL << 20;
-	if (t->kind == USFT_TRACER_PROFILE)
+	if (t->kind == USFT_TRACER_PROFILE || o->reusable)
 		prof = st.nr_sites * 2 < 1024 ? 1024 : st.nr_sites * 2;
-	else
+	if (t->kind != USFT_TRACER_PROFILE || o->reusable)
 		ring = S.opts.buffer_size;
 	ret = usft_tbuf_pool_init(ring, prof, o->max_threads, o->prefault);
 	if (ret)
@@ -879,7 +880,9 @@ static int tracer_start(const struct usft_trace_opts *o)
 		S.fd = -1;
 		return ret;
 	}
-	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+	if (!S.atfork_done)
+		pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+	S.atfork_done = true;
 	usft_set_notrace_hook(notrace_hook);
 	usft_tbuf_exit_hook = wake_writer;
 	start_writer();
@@ -981,4 +984,43 @@ void usft_tracer_stop(void)
 	S.active = false;
 	pthread_mutex_unlock(&S.lock);
 	usft_self_end();
+}
+
+/*
+ * The end of a session in a process that goes on (a detach): the file is
+ * finished as at exit, then the tracer unregisters (every site back to its
+ * NOP, trampolines retired after a grace period) and the session's state is
+ * freed, so that another session can start later.  The rings stay: threads
+ * keep pointers to their slots.
+ */
+void usft_tracer_end(void)
+{
+	const struct usft_tracer *t = S.tracer;
+
+	if (!S.active || getpid() != S.pid)
+		return;
+	usft_tracer_stop();
+	usft_self_begin();
+	if (t)
+		t->reset();
+	pthread_mutex_lock(&S.lock);
+	free((char *)S.opts.filter);
+	free((char *)S.opts.notrace_list);
+	free((char *)S.opts.graph_funcs);
+	free(S.output);
+	memset(&S.opts, 0, sizeof(S.opts));
+	S.output = NULL;
+	S.tracer = NULL;
+	S.write_error = 0;
+	S.unmatched[0] = 0;
+	session_reset_writer_state();
+	pthread_mutex_unlock(&S.lock);
+	if (t && t->kind == USFT_TRACER_PROFILE)
+		usft_profile_reset();
+	usft_self_end();
+}
+
+const char *usft_tracer_name(void)
+{
+	return S.active && S.tracer ? S.tracer->name : "nop";
 }

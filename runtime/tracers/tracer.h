@@ -35,6 +35,7 @@ struct usft_trace_opts {
 	bool append;			/* do not truncate the file */
 	bool prefault;			/* fault in the first thread's ring at start */
 	bool quiet;
+	bool reusable;			/* rings for every tracer: later sessions (attach) */
 };
 
 /* one tracer (kernel struct tracer) */
@@ -62,6 +63,13 @@ void usft_tracer_stop(void);		/* final: exit, _exit */
 void usft_tracer_after_dlopen(void);	/* pick up a new object's functions */
 void usft_tracer_unmapped(unsigned long lo, unsigned long hi);	/* dlclose unloaded it */
 bool usft_tracer_active(void);
+void usft_tracer_end(void);		/* stop + unregister: the process goes on (detach) */
+const char *usft_tracer_name(void);	/* the session's tracer, "nop" when none */
+
+/* control.c: the control channel (control.h, docs/attach.md) */
+int usft_control_start(void);
+void usft_control_exit(void);
+void usft_control_set_conf(const struct usft_trace_opts *o);
 
 /* trace_functions.c helpers shared by the tracers */
 int usft_apply_filters(struct ftrace_ops *ops, const struct usft_trace_opts *o);

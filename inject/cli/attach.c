@@ -1,0 +1,522 @@
+// SPDX-License-Identifier: MIT
+/*
+ * inject/cli/attach.c - the commands that reach a running process:
+ *
+ *   usft attach PID          load the runtime (inject.c) or join the one it
+ *                            has; its control socket serves from then on
+ *   usft detach PID          recording stopped, every site back to its NOP,
+ *                            the runtime's threads gone, text as before
+ *   usft stat -P PID         the process's own options and counters
+ *   usft record -P PID ...   attach, record until --duration, ^C or its
+ *                            exit, detach
+ *
+ * Everything after the load goes through the control socket
+ * (runtime/tracers/control.h), never through ptrace.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+#include "cli.h"
+#include "control.h"
+#include "inject.h"
+
+static long ms_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000;
+}
+
+static int parse_pid(const char *cmd, const char *s, pid_t *pid)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = s ? strtol(s, &end, 10) : 0;
+	if (!s || !*s || *end || errno || v <= 0 || v > 0x3fffffff)
+		return usft_usage_error(cmd, "'%s' is not a process id", s ? s : "");
+	*pid = (pid_t)v;
+	return 0;
+}
+
+/* ---- the control client ------------------------------------------------ */
+
+/* XDG_RUNTIME_DIR of the process itself (its environment at start) */
+static void target_xdg(pid_t pid, char *out, size_t len)
+{
+	char path[64], buf[65536];
+	ssize_t n;
+	int fd;
+
+	out[0] = 0;
+	snprintf(path, sizeof(path), "/proc/%d/environ", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return;
+	buf[n] = 0;
+	for (char *p = buf; p < buf + n; p += strlen(p) + 1)
+		if (!strncmp(p, "XDG_RUNTIME_DIR=", 16) && p[16] == '/')
+			snprintf(out, len, "%s", p + 16);
+}
+
+/* Return: a connected socket, or -errno (-ENOENT: nobody serves) */
+static int ctl_connect(pid_t pid, uid_t uid)
+{
+	char dirs[4][PATH_MAX], xdg[PATH_MAX];
+	const char *own = getenv("XDG_RUNTIME_DIR");
+	int nd = 0, err = -ENOENT;
+
+	target_xdg(pid, xdg, sizeof(xdg));
+	if (xdg[0])
+		snprintf(dirs[nd++], PATH_MAX, "%s/usft", xdg);
+	if (own && own[0] == '/')
+		snprintf(dirs[nd++], PATH_MAX, "%s/usft", own);
+	snprintf(dirs[nd++], PATH_MAX, "/run/usft");
+	snprintf(dirs[nd++], PATH_MAX, "/tmp/usft-%u", (unsigned int)uid);
+	for (int i = 0; i < nd; i++) {
+		struct sockaddr_un sa = { .sun_family = AF_UNIX };
+		struct timeval tv = { 5, 0 };
+		int fd;
+
+		if (snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%d.sock", dirs[i], (int)pid) >=
+		    (int)sizeof(sa.sun_path))
+			continue;
+		fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+		if (fd < 0)
+			return -errno;
+		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+		if (!connect(fd, (struct sockaddr *)&sa, sizeof(sa)))
+			return fd;
+		if (errno == EACCES || errno == EPERM)
+			err = -errno;
+		close(fd);
+	}
+	return err;
+}
+
+/*
+ * One request, its whole reply into *@out (NUL-terminated, malloc'd).
+ * Return: the reply's status (0 or -errno), or -EPIPE/-EPROTO for the
+ * connection itself.
+ */
+static int ctl_request(int fd, int op, const char *text, char **out)
+{
+	size_t tl = text ? strlen(text) : 0, len = 0;
+	struct usft_ctl_hdr h = { .magic = USFT_CTL_MAGIC, .version = USFT_CTL_VERSION,
+				  .op = (uint16_t)op, .len = (uint32_t)tl };
+	struct iovec iov[2] = { { &h, sizeof(h) }, { (void *)text, tl } };
+	struct msghdr m = { .msg_iov = iov, .msg_iovlen = tl ? 2 : 1 };
+	char *pkt = malloc(sizeof(h) + USFT_CTL_MAX_TEXT), *buf = NULL;
+	int status = 0;
+
+	*out = NULL;
+	if (!pkt)
+		return -ENOMEM;
+	if (sendmsg(fd, &m, MSG_NOSIGNAL) != (ssize_t)(sizeof(h) + tl)) {
+		free(pkt);
+		return -EPIPE;
+	}
+	for (;;) {
+		ssize_t n = recv(fd, pkt, sizeof(h) + USFT_CTL_MAX_TEXT, 0);
+		char *p;
+
+		if (n < (ssize_t)sizeof(h)) {
+			status = n < 0 && errno == EAGAIN ? -ETIMEDOUT : -EPIPE;
+			break;
+		}
+		memcpy(&h, pkt, sizeof(h));
+		if (h.magic != USFT_CTL_MAGIC || h.len != (size_t)n - sizeof(h)) {
+			status = -EPROTO;
+			break;
+		}
+		p = realloc(buf, len + h.len + 1);
+		if (!p) {
+			status = -ENOMEM;
+			break;
+		}
+		buf = p;
+		memcpy(buf + len, pkt + sizeof(h), h.len);
+		len += h.len;
+		buf[len] = 0;
+		status = h.status;
+		if (!(h.flags & USFT_CTL_MORE))
+			break;
+	}
+	free(pkt);
+	*out = buf;
+	return status;
+}
+
+static int ctl_write(int fd, const char *name, const char *value, char **why)
+{
+	char *text = malloc(strlen(name) + (value ? strlen(value) : 0) + 2);
+	int r;
+
+	if (!text)
+		return -ENOMEM;
+	sprintf(text, "%s\n%s", name, value ? value : "");
+	r = ctl_request(fd, USFT_CTL_WRITE, text, why);
+	free(text);
+	return r;
+}
+
+/* ---- attach ----------------------------------------------------------------- */
+
+static void report(const char *cmd, const struct inject_result *r)
+{
+	fprintf(stderr, "usft %s: %s\n", cmd, r->msg);
+}
+
+/*
+ * A control connection to @pid: joined if it serves one, else the runtime
+ * loaded first.  Return: the socket, or -(exit code) with the reason said.
+ */
+static int attach(const char *cmd, pid_t pid, struct usft_target *t, bool *loaded)
+{
+	struct inject_result res;
+	char lib[PATH_MAX];
+	int fd, code;
+	long until;
+
+	*loaded = false;
+	code = usft_target_probe(pid, t, &res);
+	fd = code ? -ENOENT : ctl_connect(pid, t->uid);
+	if (fd >= 0)
+		return fd;		/* it serves already (usft record, an attach before) */
+	if (code) {
+		report(cmd, &res);
+		return -code;
+	}
+	if (usft_find_preload(lib, sizeof(lib))) {
+		fprintf(stderr, "usft %s: cannot find %s (set USFT_PRELOAD)\n", cmd, USFT_PRELOAD_NAME);
+		return -USFT_EXIT_FAIL;
+	}
+	if (lib[0] != '/') {
+		char abs[PATH_MAX];
+
+		if (!realpath(lib, abs)) {
+			fprintf(stderr, "usft %s: %s: %s\n", cmd, lib, strerror(errno));
+			return -USFT_EXIT_FAIL;
+		}
+		snprintf(lib, sizeof(lib), "%s", abs);
+	}
+	code = usft_inject(t, lib, &res);
+	if (code) {
+		report(cmd, &res);
+		return -code;
+	}
+	*loaded = true;
+	until = ms_now() + 3000;
+	do {
+		fd = ctl_connect(pid, t->uid);
+		if (fd >= 0)
+			return fd;
+		usleep(1000);
+	} while (ms_now() < until);
+	fprintf(stderr, "usft %s: process %d loaded the runtime but its control socket does "
+		"not answer: %s\n", cmd, (int)pid, strerror(-fd));
+	return -USFT_EXIT_FAIL;
+}
+
+static int connect_only(const char *cmd, pid_t pid)
+{
+	struct usft_target t;
+	struct inject_result res;
+	int code = usft_target_probe(pid, &t, &res), fd;
+
+	if (code && code != USFT_EXIT_NOSITES) {
+		report(cmd, &res);
+		return -code;
+	}
+	fd = ctl_connect(pid, t.uid);
+	if (fd == -EACCES || fd == -EPERM) {
+		fprintf(stderr, "usft %s: the control socket of process %d refuses you: run usft "
+			"as its user or as root\n", cmd, (int)pid);
+		return -USFT_EXIT_PERM;
+	}
+	if (fd < 0) {
+		fprintf(stderr, "usft %s: process %d has no usft control socket: attach first "
+			"(usft attach %d)\n", cmd, (int)pid, (int)pid);
+		return -USFT_EXIT_NOCTL;
+	}
+	return fd;
+}
+
+/* the runtime's threads are gone once nothing in the process is named usft-* */
+static bool runtime_threads_gone(pid_t pid)
+{
+	char path[96], comm[32];
+	struct dirent *d;
+	bool gone = true;
+	DIR *dir;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	dir = opendir(path);
+	if (!dir)
+		return true;
+	while (gone && (d = readdir(dir))) {
+		ssize_t n;
+		int fd;
+
+		if (d->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", (int)pid, atoi(d->d_name));
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		n = read(fd, comm, sizeof(comm) - 1);
+		close(fd);
+		if (n > 0 && !strncmp(comm, "usft-", 5))
+			gone = false;
+	}
+	closedir(dir);
+	return gone;
+}
+
+static int finish_detach(const char *cmd, int fd, pid_t pid, struct usft_target *t, bool quiet)
+{
+	struct inject_result res;
+	char *out = NULL;
+	long until;
+	int r;
+
+	r = ctl_request(fd, USFT_CTL_DETACH, NULL, &out);
+	close(fd);
+	if (r) {
+		fprintf(stderr, "usft %s: process %d refused the detach: %s\n", cmd, (int)pid,
+			out && *out ? out : strerror(-r));
+		free(out);
+		return USFT_EXIT_FAIL;
+	}
+	free(out);
+	/* the server goes after its reply: wait for the socket to close */
+	until = ms_now() + 2000;
+	while (ms_now() < until) {
+		int c = ctl_connect(pid, t->uid);
+
+		if (c < 0)
+			break;
+		close(c);
+		usleep(1000);
+	}
+	while (ms_now() < until && !runtime_threads_gone(pid))
+		usleep(1000);
+	if (kill(pid, 0) == 0 && usft_restore_sites(t, &res)) {
+		report(cmd, &res);
+		return res.code;
+	}
+	if (!quiet)
+		fprintf(stderr, "usft: detached from process %d\n", (int)pid);
+	return 0;
+}
+
+int usft_cmd_attach(int argc, char **argv)
+{
+	struct usft_target t;
+	char *out = NULL;
+	bool loaded;
+	pid_t pid;
+	int fd, r;
+
+	if (argc > 1 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
+		usft_usage(stdout, "attach");
+		return 0;
+	}
+	if (argc != 2)
+		return usft_usage_error("attach", "one process id expected");
+	r = parse_pid("attach", argv[1], &pid);
+	if (r)
+		return r;
+	fd = attach("attach", pid, &t, &loaded);
+	if (fd < 0)
+		return -fd;
+	r = ctl_request(fd, USFT_CTL_HELLO, NULL, &out);
+	close(fd);
+	if (r) {
+		fprintf(stderr, "usft attach: process %d: %s\n", (int)pid, out ? out : strerror(-r));
+		free(out);
+		return USFT_EXIT_FAIL;
+	}
+	printf("%s", out ? out : "");
+	fprintf(stderr, "usft: %s process %d (%lu patchable sites); detach with: usft detach %d\n",
+		loaded ? "attached to" : "joined the runtime of", (int)pid, t.nr_sites, (int)pid);
+	free(out);
+	return 0;
+}
+
+int usft_cmd_detach(int argc, char **argv)
+{
+	struct usft_target t;
+	struct inject_result res;
+	pid_t pid;
+	int fd, r;
+
+	if (argc > 1 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
+		usft_usage(stdout, "detach");
+		return 0;
+	}
+	if (argc != 2)
+		return usft_usage_error("detach", "one process id expected");
+	r = parse_pid("detach", argv[1], &pid);
+	if (r)
+		return r;
+	fd = connect_only("detach", pid);
+	if (fd < 0)
+		return -fd;
+	usft_target_probe(pid, &t, &res);
+	return finish_detach("detach", fd, pid, &t, false);
+}
+
+int usft_stat_pid(const char *arg)
+{
+	char *out = NULL;
+	pid_t pid;
+	int fd, r;
+
+	r = parse_pid("stat", arg, &pid);
+	if (r)
+		return r;
+	fd = connect_only("stat", pid);
+	if (fd < 0)
+		return -fd;
+	r = ctl_request(fd, USFT_CTL_READ, "stat", &out);
+	close(fd);
+	if (r) {
+		fprintf(stderr, "usft stat: process %d: %s\n", (int)pid, out ? out : strerror(-r));
+		free(out);
+		return USFT_EXIT_FAIL;
+	}
+	fputs(out ? out : "", stdout);
+	free(out);
+	return fflush(stdout) ? USFT_EXIT_FAIL : 0;
+}
+
+/* ---- record -P ------------------------------------------------------------- */
+
+static volatile sig_atomic_t record_stop;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	record_stop = 1;
+}
+
+/* the file renamed into place, the summary; Return: @rc or a failure */
+static int finish_record(struct usft_out *out, const struct usft_target *t, bool quiet, int rc)
+{
+	bool empty;
+
+	if (usft_out_commit(out, &empty))
+		return USFT_EXIT_RECORD_FAIL;
+	if (!quiet)
+		usft_record_summary(out, t->exe, t->exe, empty);
+	return rc;
+}
+
+int usft_record_pid(const char *arg, const struct usft_record_args *a)
+{
+	struct usft_target t;
+	struct sigaction sa = { .sa_handler = on_signal };
+	char num[32], *why = NULL;
+	const char *step = NULL;
+	struct usft_out out;
+	bool loaded;
+	long end_ms;
+	pid_t pid;
+	int fd, r = 0;
+
+	r = parse_pid("record", arg, &pid);
+	if (r)
+		return r;
+	fd = attach("record", pid, &t, &loaded);
+	if (fd < 0)
+		return -fd;
+	/* a private temporary file the process appends to; FILE only once
+	 * something was recorded */
+	if (usft_out_prepare(a->output, a->follow_symlink, &out)) {
+		r = USFT_EXIT_RECORD_FAIL;
+		goto out_detach;
+	}
+	if (!out.direct && geteuid() == 0 && t.uid != 0 &&
+	    chown(usft_out_write_path(&out), t.uid, (gid_t)-1)) {
+		fprintf(stderr, "usft record: %s: %s\n", usft_out_write_path(&out), strerror(errno));
+		usft_out_abort(&out);
+		r = USFT_EXIT_RECORD_FAIL;
+		goto out_detach;
+	}
+	snprintf(num, sizeof(num), "%lld", a->depth);
+	if ((r = ctl_write(fd, "current_tracer", a->tracer, &why)) ||
+	    (free(why), r = ctl_write(fd, "set_ftrace_filter", a->filter, &why)) ||
+	    (free(why), r = ctl_write(fd, "set_ftrace_notrace", a->notrace_list, &why)) ||
+	    (free(why), r = ctl_write(fd, "set_graph_function", a->graph, &why)) ||
+	    (free(why), r = ctl_write(fd, "max_graph_depth", num, &why)) ||
+	    (free(why), r = ctl_write(fd, "trace_clock", a->clock ? a->clock : "", &why)) ||
+	    (free(why), r = ctl_write(fd, "output", usft_out_write_path(&out), &why))) {
+		step = "configure";
+	} else if (a->bufkb) {
+		snprintf(num, sizeof(num), "%lld", a->bufkb);
+		free(why);
+		r = ctl_write(fd, "buffer_size_kb", num, &why);
+		if (r)
+			step = "configure";
+	}
+	if (!step) {
+		free(why);
+		r = ctl_request(fd, USFT_CTL_START, "detach_on_close", &why);
+		if (r)
+			step = "start";
+	}
+	if (step) {
+		fprintf(stderr, "usft record: process %d: %s\n", (int)pid,
+			why && *why ? why : strerror(-r));
+		free(why);
+		r = r == -ENOENT ? USFT_EXIT_NOSITES : r == -EBUSY ? USFT_EXIT_FAIL
+									: USFT_EXIT_RECORD_FAIL;
+		usft_out_abort(&out);
+		goto out_detach;
+	}
+	free(why);
+	if (!a->quiet)
+		fprintf(stderr, "usft: recording process %d (%s)%s; ^C to stop\n", (int)pid, a->tracer,
+			loaded ? "" : ", joined its runtime");
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	end_ms = a->duration > 0 ? ms_now() + (long)(a->duration * 1000) : 0;
+	while (!record_stop && (!end_ms || ms_now() < end_ms)) {
+		struct pollfd p = { fd, POLLIN, 0 };
+
+		if (poll(&p, 1, 50) > 0 && (p.revents & (POLLHUP | POLLERR | POLLIN))) {
+			/* the process is gone (its exit finished the file) */
+			close(fd);
+			return finish_record(&out, &t, a->quiet, 0);
+		}
+	}
+	r = ctl_request(fd, USFT_CTL_STOP, NULL, &why);
+	if (r && r != -EPIPE)
+		fprintf(stderr, "usft record: process %d: stop: %s\n", (int)pid,
+			why && *why ? why : strerror(-r));
+	free(why);
+	r = finish_detach("record", fd, pid, &t, a->quiet);
+	return finish_record(&out, &t, a->quiet, r);
+out_detach:
+	finish_detach("record", fd, pid, &t, true);
+	return r;
+}

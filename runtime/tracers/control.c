@@ -1,0 +1,667 @@
+// SPDX-License-Identifier: MIT
+/*
+ * tracers/control.c - the control channel of a traced process (wire format
+ * in control.h, protocol and safety in docs/attach.md): a Unix socket
+ * served by one runtime thread, "usft-control", that sets the tracer and
+ * filters, starts and stops recording, reports the counters and the
+ * enabled functions, and detaches.
+ *
+ * The thread blocks every signal (it never takes the program's signals or
+ * the runtime's rendezvous) and runs only this library's code, which is not
+ * built with the patch flags: nothing it does is traced.  It serves up to
+ * CTL_MAX_CLIENTS connections at once, one request at a time, so every
+ * request runs in order with the others.  A peer that is not the process's
+ * own uid or root is refused; a packet that does not parse closes its
+ * connection; a reply that cannot be sent within two seconds drops the
+ * client.  Nothing a client sends reaches the program.
+ *
+ * Started by usft_control_start(): from `usft attach` after it loaded this
+ * library into the process, or by the preload shim when `usft record` runs
+ * the program.  Gone after a DETACH (or at exit): socket removed, thread
+ * exited.  In a forked child the inherited listening socket is closed (the
+ * path is the parent's); the child serves nothing until attached.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+#include <usft/usft.h>
+#include <usft/version.h>
+#include "control.h"
+#include "tracer.h"
+
+#define EXPORT __attribute__((visibility("default")))
+#define CTL_MAX_CLIENTS 16
+
+/* what the next START uses (written by clients, read by READ) */
+struct ctl_conf {
+	char tracer[32];
+	char *filter, *notrace_list, *graph;
+	int max_depth;
+	char clock[16];
+	unsigned long buffer_kb;
+	char *output;
+};
+
+static struct {
+	pthread_mutex_t lock;		/* start/stop/fork against each other */
+	bool running;			/* the thread exists */
+	int lfd;			/* listening socket */
+	int wake[2];			/* usft_control_stop() -> thread */
+	int pid;			/* whose socket */
+	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	struct ctl_conf conf;
+	int owner;			/* client that started with detach_on_close, -1 */
+	bool detach;			/* leave after this request */
+	bool atfork_done;
+	unsigned long nr_requests, nr_refused;
+} C = {
+	.lock = PTHREAD_MUTEX_INITIALIZER,
+	.lfd = -1,
+	.wake = { -1, -1 },
+	.owner = -1,
+	.conf = { .tracer = "function" },
+};
+
+/* ---- the socket's place ---------------------------------------------- */
+
+/* a directory of ours, 0700: made if missing; Return: 0 or -errno */
+static int own_dir(const char *dir)
+{
+	struct stat st;
+
+	if (mkdir(dir, 0700) && errno != EEXIST)
+		return -errno;
+	if (lstat(dir, &st))
+		return -errno;
+	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077))
+		return -EPERM;	/* someone else's, or open to others: not ours to use */
+	return 0;
+}
+
+static int pick_dir(char *out, size_t len)
+{
+	const char *x = getenv("XDG_RUNTIME_DIR");
+
+	if (x && x[0] == '/' && snprintf(out, len, "%s/usft", x) < (int)len && !own_dir(out))
+		return 0;
+	if (snprintf(out, len, "/run/usft") < (int)len && !own_dir(out))
+		return 0;
+	if (snprintf(out, len, "/tmp/usft-%u", (unsigned int)geteuid()) < (int)len && !own_dir(out))
+		return 0;
+	return -EACCES;
+}
+
+static int open_socket(void)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	char dir[sizeof(sa.sun_path)];
+	int fd, ret;
+	mode_t old;
+
+	ret = pick_dir(dir, sizeof(dir) - 24);
+	if (ret)
+		return ret;
+	if (snprintf(sa.sun_path, sizeof(sa.sun_path), "%.*s/%d.sock", (int)sizeof(dir) - 24, dir,
+		     (int)getpid()) >= (int)sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	old = umask(077);
+	ret = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+	if (ret && errno == EADDRINUSE) {
+		/* a socket of a process of this pid that is gone (or of our exec) */
+		int probe = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+
+		if (probe >= 0 && connect(probe, (struct sockaddr *)&sa, sizeof(sa)) &&
+		    errno == ECONNREFUSED) {
+			unlink(sa.sun_path);
+			ret = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+		} else {
+			errno = EADDRINUSE;
+		}
+		if (probe >= 0)
+			close(probe);
+	}
+	umask(old);
+	if (ret || chmod(sa.sun_path, 0600) || listen(fd, 8)) {
+		ret = -errno;
+		close(fd);
+		return ret;
+	}
+	/* out of the way of the program's low descriptor numbers */
+	{
+		int hi = fcntl(fd, F_DUPFD_CLOEXEC, 600);
+
+		if (hi >= 0) {
+			close(fd);
+			fd = hi;
+		}
+	}
+	C.lfd = fd;
+	snprintf(C.path, sizeof(C.path), "%s", sa.sun_path);
+	return 0;
+}
+
+/* ---- replies ----------------------------------------------------------- */
+
+static int send_packet(int fd, int op, int status, unsigned int flags, const char *text,
+		       size_t len)
+{
+	struct usft_ctl_hdr h = {
+		.magic = USFT_CTL_MAGIC, .version = USFT_CTL_VERSION, .op = (uint16_t)op,
+		.flags = flags, .status = status, .len = (uint32_t)len,
+	};
+	struct iovec iov[2] = { { &h, sizeof(h) }, { (void *)text, len } };
+	struct msghdr m = { .msg_iov = iov, .msg_iovlen = len ? 2 : 1 };
+	ssize_t r;
+
+	do {
+		r = sendmsg(fd, &m, MSG_NOSIGNAL);
+	} while (r < 0 && errno == EINTR);
+	return r == (ssize_t)(sizeof(h) + len) ? 0 : -1;
+}
+
+/* the whole text in packets of USFT_CTL_MAX_TEXT; Return: 0 or -1 (drop) */
+static int reply(int fd, int op, int status, const char *text, size_t len)
+{
+	do {
+		size_t n = len > USFT_CTL_MAX_TEXT ? USFT_CTL_MAX_TEXT : len;
+
+		if (send_packet(fd, op, status, n < len ? USFT_CTL_MORE : 0, text, n))
+			return -1;
+		text += n;
+		len -= n;
+	} while (len);
+	return 0;
+}
+
+static int reply_str(int fd, int op, int status, const char *s)
+{
+	return reply(fd, op, status, s, s ? strlen(s) : 0);
+}
+
+/* ---- files ------------------------------------------------------------- */
+
+static void set_str(char **dst, const char *v)
+{
+	free(*dst);
+	*dst = v && *v ? strdup(v) : NULL;
+}
+
+static bool known_tracer(const char *t)
+{
+	return !strcmp(t, "function") || !strcmp(t, "function_graph") ||
+	       !strcmp(t, "profile") || !strcmp(t, "nop");
+}
+
+/* Return: 0 or -errno with @why said */
+static int write_file(const char *name, const char *v, char *why, size_t wlen)
+{
+	struct ctl_conf *c = &C.conf;
+	char *end;
+
+	if (!strcmp(name, "tracing_on")) {
+		if (!usft_tracer_active()) {
+			snprintf(why, wlen, "not recording: start first");
+			return -EINVAL;
+		}
+		if (strcmp(v, "0") && strcmp(v, "1")) {
+			snprintf(why, wlen, "tracing_on takes 0 or 1");
+			return -EINVAL;
+		}
+		__atomic_store_n(&usft_tracing_on, *v == '1', __ATOMIC_RELEASE);
+		return 0;
+	}
+	if (usft_tracer_active()) {
+		snprintf(why, wlen, "recording: stop first to change %s", name);
+		return -EBUSY;
+	}
+	if (!strcmp(name, "current_tracer")) {
+		if (!known_tracer(v)) {
+			snprintf(why, wlen, "unknown tracer '%s' (function, function_graph, profile, nop)",
+				 v);
+			return -EINVAL;
+		}
+		snprintf(c->tracer, sizeof(c->tracer), "%s", v);
+	} else if (!strcmp(name, "set_ftrace_filter")) {
+		set_str(&c->filter, v);
+	} else if (!strcmp(name, "set_ftrace_notrace")) {
+		set_str(&c->notrace_list, v);
+	} else if (!strcmp(name, "set_graph_function")) {
+		set_str(&c->graph, v);
+	} else if (!strcmp(name, "max_graph_depth")) {
+		long d = strtol(v, &end, 10);
+
+		if (!*v || *end || d < 0 || d > USFT_MAX_GRAPH_DEPTH) {
+			snprintf(why, wlen, "max_graph_depth takes 0..%d, not '%s'", USFT_MAX_GRAPH_DEPTH, v);
+			return -EINVAL;
+		}
+		c->max_depth = (int)d;
+	} else if (!strcmp(name, "trace_clock")) {
+		if (*v && strcmp(v, "auto") && strcmp(v, "mono") && strcmp(v, "counter")) {
+			snprintf(why, wlen, "unknown clock '%s' (auto, mono, counter)", v);
+			return -EINVAL;
+		}
+		snprintf(c->clock, sizeof(c->clock), "%s", v);
+	} else if (!strcmp(name, "buffer_size_kb")) {
+		unsigned long kb = strtoul(v, &end, 10);
+
+		if (!*v || *end || !kb || kb > (1UL << 22)) {
+			snprintf(why, wlen, "buffer_size_kb takes 1..4194304, not '%s'", v);
+			return -EINVAL;
+		}
+		c->buffer_kb = kb;
+	} else if (!strcmp(name, "output")) {
+		if (*v && v[0] != '/') {
+			snprintf(why, wlen, "output must be an absolute path");
+			return -EINVAL;
+		}
+		set_str(&c->output, v);
+	} else {
+		snprintf(why, wlen, "no file '%s'", name);
+		return -ENOENT;
+	}
+	return 0;
+}
+
+static void print_hello(FILE *f)
+{
+	struct usft_stats st = { .sz = sizeof(st) };
+
+	usft_stat(&st);
+	fprintf(f, "usft-control %d\npid=%d\nversion=%s\nrecording=%d\ntracer=%s\n"
+		"sites=%lu\nenabled=%lu\nrequests=%lu\nrefused=%lu\n",
+		USFT_CTL_VERSION, (int)getpid(), usft_version(), usft_tracer_active(),
+		usft_tracer_name(), st.nr_sites, st.nr_enabled, C.nr_requests, C.nr_refused);
+}
+
+/* Return: 0 or -errno; the text in *@buf (malloc'd) */
+static int read_file(const char *name, char **buf, size_t *len)
+{
+	struct ctl_conf *c = &C.conf;
+	FILE *f = open_memstream(buf, len);
+	int ret = 0;
+
+	if (!f)
+		return -ENOMEM;
+	if (!strcmp(name, "current_tracer"))
+		fprintf(f, "%s\n", usft_tracer_active() ? usft_tracer_name() : c->tracer);
+	else if (!strcmp(name, "set_ftrace_filter"))
+		fprintf(f, "%s\n", c->filter ? c->filter : "");
+	else if (!strcmp(name, "set_ftrace_notrace"))
+		fprintf(f, "%s\n", c->notrace_list ? c->notrace_list : "");
+	else if (!strcmp(name, "set_graph_function"))
+		fprintf(f, "%s\n", c->graph ? c->graph : "");
+	else if (!strcmp(name, "max_graph_depth"))
+		fprintf(f, "%d\n", c->max_depth);
+	else if (!strcmp(name, "trace_clock"))
+		fprintf(f, "%s\n", c->clock[0] ? c->clock : "auto");
+	else if (!strcmp(name, "buffer_size_kb"))
+		fprintf(f, "%lu\n", c->buffer_kb ? c->buffer_kb : 65536);
+	else if (!strcmp(name, "output"))
+		fprintf(f, "%s\n", c->output ? c->output : "");
+	else if (!strcmp(name, "tracing_on"))
+		fprintf(f, "%d\n", usft_tracer_active() &&
+			__atomic_load_n(&usft_tracing_on, __ATOMIC_RELAXED));
+	else if (!strcmp(name, "enabled_functions"))
+		usft_print_enabled_functions(f);
+	else if (!strcmp(name, "stat"))
+		usft_print_stat(f);
+	else if (!strcmp(name, "status"))
+		print_hello(f);
+	else
+		ret = -ENOENT;
+	if (fclose(f))
+		ret = ret ? ret : -ENOMEM;
+	return ret;
+}
+
+/* ---- start and stop ------------------------------------------------------ */
+
+static int do_start(char *why, size_t wlen)
+{
+	struct ctl_conf *c = &C.conf;
+	struct usft_trace_opts o = { 0 };
+	struct usft_stats st = { .sz = sizeof(st) };
+	int ret;
+
+	if (usft_tracer_active()) {
+		snprintf(why, wlen, "already recording (%s)", usft_tracer_name());
+		return -EBUSY;
+	}
+	if (!c->output) {
+		snprintf(why, wlen, "no output file: write 'output' first");
+		return -EINVAL;
+	}
+	if (!strcmp(c->tracer, "nop")) {
+		snprintf(why, wlen, "tracer nop records nothing");
+		return -EINVAL;
+	}
+	o.tracer = c->tracer;
+	o.filter = c->filter;
+	o.notrace_list = c->notrace_list;
+	o.graph_funcs = c->graph;
+	o.max_depth = c->max_depth;
+	o.clock = c->clock[0] ? c->clock : NULL;
+	o.buffer_size = c->buffer_kb << 10;
+	o.output = c->output;
+	o.append = true;
+	o.reusable = true;
+	ret = usft_tracer_start(&o);
+	if (ret) {
+		snprintf(why, wlen, "%s tracer not started: %s", c->tracer, strerror(-ret));
+		return ret;
+	}
+	if (!usft_tracer_active()) {
+		usft_stat(&st);
+		snprintf(why, wlen, st.nr_sites ? "tracer not started" :
+			 "no patchable functions in this process (build it with the patch flags)");
+		return -ENOENT;
+	}
+	return 0;
+}
+
+static void do_stop(void)
+{
+	usft_tracer_end();
+}
+
+/* ---- requests -------------------------------------------------------------- */
+
+/* Return: false when the connection is to be closed */
+static bool handle(int fd, char *pkt, ssize_t n, size_t cap)
+{
+	struct usft_ctl_hdr h;
+	char why[512] = "", *text, *buf = NULL;
+	size_t len = 0;
+	int ret = 0;
+
+	C.nr_requests++;
+	if (n < (ssize_t)sizeof(h) || (size_t)n > cap) {
+		C.nr_refused++;
+		reply_str(fd, 0, -EPROTO, (size_t)n > cap ? "packet too long" : "packet too short");
+		return false;
+	}
+	memcpy(&h, pkt, sizeof(h));
+	if (h.magic != USFT_CTL_MAGIC || h.version != USFT_CTL_VERSION || h.flags ||
+	    h.reserved || h.status || h.len != (size_t)n - sizeof(h) || !h.op ||
+	    h.op >= USFT_CTL_NR_OPS) {
+		C.nr_refused++;
+		reply_str(fd, 0, -EPROTO, "not a usft-control request (see docs/attach.md)");
+		return false;
+	}
+	text = pkt + sizeof(h);
+	text[h.len] = 0;
+	if (strlen(text) != h.len) {
+		C.nr_refused++;
+		reply_str(fd, h.op, -EPROTO, "NUL byte in the request text");
+		return false;
+	}
+	switch (h.op) {
+	case USFT_CTL_HELLO:
+		ret = read_file("status", &buf, &len);
+		break;
+	case USFT_CTL_READ:
+		ret = read_file(text, &buf, &len);
+		if (ret == -ENOENT)
+			snprintf(why, sizeof(why), "no file '%s'", text);
+		break;
+	case USFT_CTL_WRITE: {
+		char *nl = strchr(text, '\n');
+
+		if (!nl) {
+			ret = -EINVAL;
+			snprintf(why, sizeof(why), "WRITE takes NAME\\nVALUE");
+			break;
+		}
+		*nl = 0;
+		nl[1 + strcspn(nl + 1, "\n")] = 0;	/* `echo VALUE` style: one line */
+		ret = write_file(text, nl + 1, why, sizeof(why));
+		break;
+	}
+	case USFT_CTL_START:
+		if (*text && strcmp(text, "detach_on_close")) {
+			ret = -EINVAL;
+			snprintf(why, sizeof(why), "START takes \"\" or \"detach_on_close\"");
+			break;
+		}
+		ret = do_start(why, sizeof(why));
+		if (!ret && *text)
+			C.owner = fd;
+		break;
+	case USFT_CTL_STOP:
+		if (!usft_tracer_active()) {
+			ret = -EINVAL;
+			snprintf(why, sizeof(why), "not recording");
+			break;
+		}
+		do_stop();
+		C.owner = -1;
+		break;
+	case USFT_CTL_DETACH:
+		do_stop();
+		C.owner = -1;
+		C.detach = true;
+		break;
+	}
+	if (ret)
+		reply_str(fd, h.op, ret, why[0] ? why : strerror(-ret));
+	else
+		reply(fd, h.op, 0, buf, len);
+	free(buf);
+	return true;
+}
+
+static bool peer_ok(int fd)
+{
+	struct ucred cr;
+	socklen_t l = sizeof(cr);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &l))
+		return false;
+	return cr.uid == 0 || cr.uid == geteuid();
+}
+
+static void drop_client(int *cl, int i)
+{
+	if (cl[i] == C.owner) {
+		/* the `usft record -P` that started this is gone (killed): detach */
+		do_stop();
+		C.owner = -1;
+		C.detach = true;
+	}
+	close(cl[i]);
+	cl[i] = -1;
+}
+
+static void *ctl_main(void *arg)
+{
+	size_t cap = sizeof(struct usft_ctl_hdr) + USFT_CTL_MAX_TEXT + 1;
+	char *pkt = malloc(cap + 1);
+	int cl[CTL_MAX_CLIENTS];
+
+	prctl(PR_SET_NAME, "usft-control", 0, 0, 0);
+	for (int i = 0; i < CTL_MAX_CLIENTS; i++)
+		cl[i] = -1;
+	while (pkt && !C.detach) {
+		struct pollfd p[CTL_MAX_CLIENTS + 2];
+		int np = 0;
+
+		p[np++] = (struct pollfd){ C.lfd, POLLIN, 0 };
+		p[np++] = (struct pollfd){ C.wake[0], POLLIN, 0 };
+		for (int i = 0; i < CTL_MAX_CLIENTS; i++)
+			p[np++] = (struct pollfd){ cl[i], POLLIN, 0 };
+		if (poll(p, np, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		if (p[1].revents)
+			break;
+		for (int i = 0; i < CTL_MAX_CLIENTS && !C.detach; i++) {
+			ssize_t n;
+
+			if (cl[i] < 0 || !p[2 + i].revents)
+				continue;
+			n = recv(cl[i], pkt, cap, MSG_TRUNC | MSG_DONTWAIT);
+			if (n < 0 && (errno == EAGAIN || errno == EINTR))
+				continue;
+			pthread_mutex_lock(&C.lock);
+			if (n <= 0 || !handle(cl[i], pkt, n, cap - 1))
+				drop_client(cl, i);
+			pthread_mutex_unlock(&C.lock);
+		}
+		if (p[0].revents & POLLIN) {
+			int fd = accept4(C.lfd, NULL, NULL, SOCK_CLOEXEC), slot = -1;
+			struct timeval tv = { 2, 0 };
+
+			if (fd < 0)
+				continue;
+			for (int i = 0; i < CTL_MAX_CLIENTS; i++)
+				if (cl[i] < 0 && slot < 0)
+					slot = i;
+			if (!peer_ok(fd)) {
+				C.nr_refused++;
+				reply_str(fd, 0, -EACCES, "only the process's own uid or root may "
+					  "control it");
+				close(fd);
+				continue;
+			}
+			if (slot < 0) {
+				reply_str(fd, 0, -EBUSY, "too many clients");
+				close(fd);
+				continue;
+			}
+			/* a client that does not read its replies is dropped, not waited for */
+			setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+			cl[slot] = fd;
+		}
+	}
+	free(pkt);
+	pthread_mutex_lock(&C.lock);
+	for (int i = 0; i < CTL_MAX_CLIENTS; i++)
+		if (cl[i] >= 0)
+			close(cl[i]);
+	if (C.pid == getpid())
+		unlink(C.path);
+	close(C.lfd);
+	close(C.wake[0]);
+	close(C.wake[1]);
+	C.lfd = C.wake[0] = C.wake[1] = -1;
+	C.running = false;
+	C.detach = false;
+	pthread_mutex_unlock(&C.lock);
+	return arg;
+}
+
+/* ---- start, stop, fork ----------------------------------------------------- */
+
+static void ctl_atfork_prepare(void)
+{
+	pthread_mutex_lock(&C.lock);
+}
+
+static void ctl_atfork_parent(void)
+{
+	pthread_mutex_unlock(&C.lock);
+}
+
+/* the child has the descriptors, not the thread; the path is the parent's */
+static void ctl_atfork_child(void)
+{
+	pthread_mutex_init(&C.lock, NULL);
+	if (C.running) {
+		close(C.lfd);
+		close(C.wake[0]);
+		close(C.wake[1]);
+		C.lfd = C.wake[0] = C.wake[1] = -1;
+		C.running = false;
+	}
+	C.owner = -1;
+}
+
+/*
+ * usft_control_start() - serve this process's control socket (idempotent).
+ * Return: 0 or -errno.
+ */
+EXPORT int usft_control_start(void)
+{
+	pthread_attr_t attr;
+	sigset_t all, old;
+	pthread_t t;
+	int ret;
+
+	pthread_mutex_lock(&C.lock);
+	if (C.running) {
+		pthread_mutex_unlock(&C.lock);
+		return 0;
+	}
+	if (!C.atfork_done && !pthread_atfork(ctl_atfork_prepare, ctl_atfork_parent,
+					      ctl_atfork_child))
+		C.atfork_done = true;
+	ret = open_socket();
+	if (!ret && pipe2(C.wake, O_CLOEXEC))
+		ret = -errno;
+	if (!ret) {
+		C.pid = getpid();
+		C.detach = false;
+		sigfillset(&all);
+		pthread_attr_init(&attr);
+		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+		pthread_attr_setstacksize(&attr, 256 << 10);
+		pthread_sigmask(SIG_SETMASK, &all, &old);
+		ret = -pthread_create(&t, &attr, ctl_main, NULL);
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		pthread_attr_destroy(&attr);
+		C.running = !ret;
+	}
+	if (ret && C.lfd >= 0) {
+		unlink(C.path);
+		close(C.lfd);
+		C.lfd = -1;
+		if (C.wake[0] >= 0) {
+			close(C.wake[0]);
+			close(C.wake[1]);
+			C.wake[0] = C.wake[1] = -1;
+		}
+	}
+	pthread_mutex_unlock(&C.lock);
+	return ret;
+}
+
+/*
+ * usft_control_exit() - the process ends (exit, _exit, exec): remove the
+ * socket so nothing connects to a process that is gone.  The thread itself
+ * goes with the process.
+ */
+void usft_control_exit(void)
+{
+	if (C.running && C.pid == getpid() && C.path[0])
+		unlink(C.path);
+}
+
+/* the preload shim, under `usft record`: remember its choices for READ */
+void usft_control_set_conf(const struct usft_trace_opts *o)
+{
+	pthread_mutex_lock(&C.lock);
+	if (o->tracer)
+		snprintf(C.conf.tracer, sizeof(C.conf.tracer), "%s", o->tracer);
+	set_str(&C.conf.filter, o->filter);
+	set_str(&C.conf.notrace_list, o->notrace_list);
+	set_str(&C.conf.graph, o->graph_funcs);
+	C.conf.max_depth = o->max_depth;
+	set_str(&C.conf.output, o->output);
+	pthread_mutex_unlock(&C.lock);
+}

@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tracers/control.h - the control channel of a traced process: the wire
+ * format shared by the runtime's server (tracers/control.c) and its
+ * clients (`usft attach/record -P/stat -P/detach`, a tracefs).  docs/attach.md
+ * describes it for other clients.
+ *
+ * One Unix SOCK_SEQPACKET socket per process, <dir>/<pid>.sock with <dir>
+ * $XDG_RUNTIME_DIR/usft, else /run/usft, else /tmp/usft-<uid> (mode 0700
+ * directories, 0600 socket); peers are checked with SO_PEERCRED (the
+ * process's own uid, or root).
+ *
+ * Every message is one packet: a header, then @len bytes of text.
+ *   request: magic, version, op, flags 0, status 0, len, text
+ *   reply:   the same op; status 0 or a negative errno; text (a result, or
+ *            for an error the reason); a long reply is several packets, all
+ *            but the last with USFT_CTL_MORE in flags.
+ * A packet that is not exactly a header plus @len bytes, a bad magic or
+ * version, an unknown op: status -EPROTO, and the connection is closed.
+ */
+#ifndef USFT_CONTROL_H
+#define USFT_CONTROL_H
+
+#include <stdint.h>
+
+#define USFT_CTL_MAGIC		0x43465355u	/* "USFC" read as little-endian */
+#define USFT_CTL_VERSION	1
+#define USFT_CTL_MAX_TEXT	65536		/* request text and reply packet text */
+#define USFT_CTL_MORE		1		/* flags: more reply packets follow */
+
+struct usft_ctl_hdr {
+	uint32_t magic;
+	uint16_t version;
+	uint16_t op;
+	uint32_t flags;
+	int32_t status;
+	uint32_t len;
+	uint32_t reserved;	/* 0 */
+};
+
+enum usft_ctl_op {
+	/* -> "usft-control 1\npid=..\nversion=..\ntracer=..\nrecording=0|1\n..." */
+	USFT_CTL_HELLO = 1,
+	/* text: a file name (below) -> its contents */
+	USFT_CTL_READ = 2,
+	/* text: "NAME\nVALUE" -> nothing; an empty VALUE clears */
+	USFT_CTL_WRITE = 3,
+	/* start recording with what was written; text: "" or "detach_on_close" */
+	USFT_CTL_START = 4,
+	/* end the recording: trace file complete, every site back to its NOP */
+	USFT_CTL_STOP = 5,
+	/* STOP if recording, then the server goes: socket removed, thread gone */
+	USFT_CTL_DETACH = 6,
+	USFT_CTL_NR_OPS,
+};
+
+/*
+ * Files (the kernel's tracefs names where it has one):
+ *   current_tracer       rw  function | function_graph | profile | nop
+ *   set_ftrace_filter    rw  globs (-l)     set_ftrace_notrace  rw  globs (-n)
+ *   set_graph_function   rw  functions (-g) max_graph_depth     rw  N
+ *   trace_clock          rw  auto | mono | counter
+ *   buffer_size_kb       rw  ring KiB per thread
+ *   output               rw  absolute path of the trace file (appended to)
+ *   tracing_on           rw  0 | 1 while recording (events kept or not)
+ *   enabled_functions    r   the kernel's format: "func (refs) R I D O M"
+ *   stat                 r   `usft stat` of this process: options and counters
+ * Writes other than tracing_on are refused (-EBUSY) while recording.
+ */
+
+#endif /* USFT_CONTROL_H */
