@@ -489,9 +489,12 @@ static void drop_client(int *cl, int i)
 static void *ctl_main(void *arg)
 {
 	size_t cap = sizeof(struct usft_ctl_hdr) + USFT_CTL_MAX_TEXT + 1;
-	char *pkt = malloc(cap + 1);
 	int cl[CTL_MAX_CLIENTS];
+	char *pkt;
 
+	/* every call of this thread is usft's own: never recorded */
+	usft_self_begin();
+	pkt = malloc(cap + 1);
 	prctl(PR_SET_NAME, "usft-control", 0, 0, 0);
 	for (int i = 0; i < CTL_MAX_CLIENTS; i++)
 		cl[i] = -1;
@@ -563,6 +566,7 @@ static void *ctl_main(void *arg)
 	C.running = false;
 	C.detach = false;
 	pthread_mutex_unlock(&C.lock);
+	usft_self_end();
 	return arg;
 }
 
@@ -603,9 +607,11 @@ EXPORT int usft_control_start(void)
 	pthread_t t;
 	int ret;
 
+	usft_self_begin();
 	pthread_mutex_lock(&C.lock);
 	if (C.running) {
 		pthread_mutex_unlock(&C.lock);
+		usft_self_end();
 		return 0;
 	}
 	if (!C.atfork_done && !pthread_atfork(ctl_atfork_prepare, ctl_atfork_parent,
@@ -638,6 +644,7 @@ EXPORT int usft_control_start(void)
 		}
 	}
 	pthread_mutex_unlock(&C.lock);
+	usft_self_end();
 	return ret;
 }
 
@@ -655,6 +662,7 @@ void usft_control_exit(void)
 /* the preload shim, under `usft record`: remember its choices for READ */
 void usft_control_set_conf(const struct usft_trace_opts *o)
 {
+	usft_self_begin();
 	pthread_mutex_lock(&C.lock);
 	if (o->tracer)
 		snprintf(C.conf.tracer, sizeof(C.conf.tracer), "%s", o->tracer);
@@ -664,4 +672,5 @@ void usft_control_set_conf(const struct usft_trace_opts *o)
 	C.conf.max_depth = o->max_depth;
 	set_str(&C.conf.output, o->output);
 	pthread_mutex_unlock(&C.lock);
+	usft_self_end();
 }
