@@ -252,23 +252,44 @@ struct fgraph_frame {
 	unsigned int mask;	/* fgraph_array indices that want the return */
 	unsigned short sig_depth;
 	unsigned short flags;
+	/* words [data_lo, data_hi) of the task's data stack: fgraph_reserve_data() */
+	unsigned int data_lo, data_hi;
 };
+
+/*
+ * Data context of the callback running now (fgraph_reserve_data() and the
+ * retrieve pair): the frame it runs for, the fgraph_ops index that may
+ * reserve (entry callbacks only) and whether it did.  Every place that sets
+ * it puts the previous value back, so a signal handler's callbacks nest.
+ */
+#define FGRAPH_CTX(frame, idx, may_reserve) \
+	((unsigned int)(frame) << 8 | (unsigned int)(idx) << 1 | (may_reserve))
+#define FGRAPH_CTX_NONE		(~0U)
 
 struct fgraph_task {
 	struct fgraph_frame *frames;
+	unsigned long *data;	/* FGRAPH_DATA_WORDS, after the frames */
 	int top;		/* frames in use */
 	int busy;		/* inside a shadow stack update */
 	int slot;		/* pool index, -1 none */
 	int claiming;
 	unsigned int overrun;
+	unsigned int data_ctx;	/* FGRAPH_CTX() or FGRAPH_CTX_NONE */
 };
 
 static __thread struct fgraph_task fgraph_task __attribute__((tls_model("initial-exec")));
 
 #define FGRAPH_MAX_TASKS	4096
-#define FGRAPH_STACK_BYTES	(FGRAPH_STACK_DEPTH * sizeof(struct fgraph_frame))
+/*
+ * Per thread: the frames, then FGRAPH_DATA_WORDS words for the data the
+ * callbacks reserve (a header word (idx << 16 | words) before each block).
+ * MAP_NORESERVE: pages are only touched by threads that use them.
+ */
+#define FGRAPH_DATA_WORDS	4096
+#define FGRAPH_FRAMES_BYTES	(FGRAPH_STACK_DEPTH * sizeof(struct fgraph_frame))
+#define FGRAPH_STACK_BYTES	(FGRAPH_FRAMES_BYTES + FGRAPH_DATA_WORDS * sizeof(unsigned long))
 
-static struct fgraph_frame *fgraph_pool;	/* FGRAPH_MAX_TASKS stacks */
+static char *fgraph_pool;	/* FGRAPH_MAX_TASKS stacks of FGRAPH_STACK_BYTES */
 static unsigned long fgraph_pool_map[FGRAPH_MAX_TASKS / 64];
 static unsigned int fgraph_pool_hint;
 static pthread_key_t fgraph_key;
@@ -326,7 +347,7 @@ static int fgraph_pool_init(void)
 		return -EAGAIN;
 	}
 	pthread_atfork(NULL, NULL, fgraph_atfork_child);
-	smp_store_release(&fgraph_pool, (struct fgraph_frame *)p);
+	smp_store_release(&fgraph_pool, (char *)p);
 	return 0;
 }
 
@@ -337,7 +358,7 @@ static int fgraph_pool_init(void)
  */
 static __attribute__((noinline)) int fgraph_claim_stack(struct fgraph_task *t)
 {
-	struct fgraph_frame *pool = smp_load_acquire(&fgraph_pool);
+	char *pool = smp_load_acquire(&fgraph_pool);
 	unsigned int start, i;
 	int saved = errno;
 
@@ -355,7 +376,9 @@ static __attribute__((noinline)) int fgraph_claim_stack(struct fgraph_task *t)
 		if (!(__atomic_fetch_or(&fgraph_pool_map[s / 64], bit, __ATOMIC_ACQUIRE) & bit)) {
 			t->slot = (int)s;
 			t->top = 0;
-			t->frames = pool + (size_t)s * FGRAPH_STACK_DEPTH;
+			t->frames = (struct fgraph_frame *)(pool + (size_t)s * FGRAPH_STACK_BYTES);
+			t->data = (unsigned long *)((char *)t->frames + FGRAPH_FRAMES_BYTES);
+			t->data_ctx = FGRAPH_CTX_NONE;
 			pthread_setspecific(fgraph_key, t);
 			t->claiming = 0;
 			errno = saved;
@@ -401,6 +424,29 @@ static __always_inline void fgraph_recursion_unlock(int bit)
 }
 
 /*
+ * An entry callback, with the data context of frame @frame: it may call
+ * fgraph_reserve_data() once.  Data it reserved is dropped when it
+ * returns 0 (kernel: "If entryfunc() returns zero, the storage is
+ * discarded").
+ */
+static __always_inline int fgraph_call_entry(struct fgraph_task *t, struct fgraph_ops *gops,
+					     struct ftrace_graph_ent *trace,
+					     struct ftrace_regs *fregs, int frame)
+{
+	unsigned int ctx = t->data_ctx, hi = t->frames[frame].data_hi;
+	int ret;
+
+	t->data_ctx = FGRAPH_CTX(frame, gops->idx, 1);
+	barrier();
+	ret = gops->entryfunc(trace, gops, fregs);
+	barrier();
+	t->data_ctx = ctx;
+	if (!ret)
+		t->frames[frame].data_hi = hi;
+	return ret;
+}
+
+/*
  * Run the return callbacks of a frame that was left without returning.
  * @now: when that was noticed; the entry or return that noticed it uses
  * the same time, so gone frames never sort after the event that ends them.
@@ -409,7 +455,7 @@ static void fgraph_frame_gone(struct fgraph_task *t, const struct fgraph_frame *
 			      unsigned long long now)
 {
 	struct ftrace_graph_ret trace;
-	unsigned int mask = f->mask;
+	unsigned int mask = f->mask, ctx;
 
 	if (!mask)
 		return;
@@ -420,6 +466,9 @@ static void fgraph_frame_gone(struct fgraph_task *t, const struct fgraph_frame *
 	trace.calltime = f->calltime;
 	trace.rettime = now;
 	trace.flags = FGRAPH_RET_UNWOUND;
+	ctx = t->data_ctx;
+	t->data_ctx = FGRAPH_CTX(depth, 0, 0);
+	barrier();
 	while (mask) {
 		int i = __builtin_ctz(mask);
 		struct fgraph_ops *gops = READ_ONCE(fgraph_array[i]);
@@ -428,6 +477,8 @@ static void fgraph_frame_gone(struct fgraph_task *t, const struct fgraph_frame *
 		if (gops && gops->retfunc)
 			gops->retfunc(&trace, gops, NULL);
 	}
+	barrier();
+	t->data_ctx = ctx;
 }
 
 /*
@@ -465,7 +516,7 @@ static __attribute__((noinline)) int fgraph_entry_slow(struct fgraph_task *t,
 			trace.calltime = f->calltime;
 			barrier();
 			t->busy = 0;
-			if (!gops->entryfunc || gops->entryfunc(&trace, gops, fregs))
+			if (!gops->entryfunc || fgraph_call_entry(t, gops, &trace, fregs, top - 1))
 				f->mask |= 1U << gops->idx;
 			barrier();
 			t->busy = 1;
@@ -536,6 +587,7 @@ static void fgraph_entry_func(unsigned long ip, unsigned long parent_ip,
 	f->mask = 0;
 	f->sig_depth = (unsigned short)fgraph_sig_depth();
 	f->flags = 0;
+	f->data_lo = f->data_hi = top ? t->frames[top - 1].data_hi : 0;
 	t->top = top + 1;
 	barrier();
 	/*
@@ -546,7 +598,7 @@ static void fgraph_entry_func(unsigned long ip, unsigned long parent_ip,
 	trace.func = ip;
 	trace.depth = top;
 	trace.calltime = now;
-	if (gops->entryfunc && !gops->entryfunc(&trace, gops, fregs)) {
+	if (gops->entryfunc && !fgraph_call_entry(t, gops, &trace, fregs, top)) {
 		t->busy = 1;
 		barrier();
 		if (t->top == top + 1)
@@ -627,11 +679,15 @@ unsigned long fgraph_return_to_handler(struct ftrace_regs *fregs)
 	 * requires return callbacks to be notrace all the way down.
 	 */
 	if (likely(mask)) {
+		unsigned int ctx = t->data_ctx;
+
 		trace.retval = ftrace_regs_get_return_value(fregs);
 		trace.depth = i;
 		trace.overrun = t->overrun;
 		trace.rettime = now;
 		trace.flags = 0;
+		t->data_ctx = FGRAPH_CTX(i, 0, 0);
+		barrier();
 		do {
 			int k = __builtin_ctz(mask);
 			struct fgraph_ops *gops = READ_ONCE(fgraph_array[k]);
@@ -640,6 +696,8 @@ unsigned long fgraph_return_to_handler(struct ftrace_regs *fregs)
 			if (gops && gops->retfunc)
 				gops->retfunc(&trace, gops, fregs);
 		} while (mask);
+		barrier();
+		t->data_ctx = ctx;
 	}
 	barrier();
 	t->busy--;
@@ -662,6 +720,67 @@ USFT_API unsigned long ftrace_graph_ret_addr(struct task_struct *task, int *idx,
 			return ret;	/* else a tail call: the next frame down has it */
 	}
 	return ret;
+}
+
+/* ---- data storage (kernel fgraph_reserve_data() and the retrieve pair) ---- */
+
+USFT_API void *fgraph_reserve_data(int idx, int size_bytes)
+{
+	struct fgraph_task *t = &fgraph_task;
+	unsigned int ctx = t->data_ctx, words, at;
+	struct fgraph_frame *f;
+
+	/* only from the entry callback of @idx, once per call */
+	if (!t->frames || ctx == FGRAPH_CTX_NONE || !(ctx & 1) ||
+	    ((ctx >> 1) & 0x7f) != (unsigned int)idx)
+		return NULL;
+	if (size_bytes <= 0 || size_bytes > (int)FGRAPH_MAX_DATA_SIZE)
+		return NULL;
+	f = &t->frames[ctx >> 8];
+	words = ((unsigned int)size_bytes + sizeof(long) - 1) / sizeof(long);
+	at = f->data_hi;
+	if (at + 1 + words > FGRAPH_DATA_WORDS)
+		return NULL;
+	/*
+	 * Claim the words before writing them: a signal handler arriving in
+	 * between puts its own frames' data above, not over, this block.
+	 */
+	f->data_hi = at + 1 + words;
+	t->data_ctx = ctx & ~1U;
+	barrier();
+	t->data[at] = (unsigned long)idx << 16 | words;
+	return &t->data[at + 1];
+}
+
+USFT_API void *fgraph_retrieve_parent_data(int idx, int *size_bytes, int depth)
+{
+	struct fgraph_task *t = &fgraph_task;
+	unsigned int ctx = t->data_ctx, frame;
+	const struct fgraph_frame *f;
+
+	if (!t->frames || ctx == FGRAPH_CTX_NONE || depth < 0)
+		return NULL;
+	frame = ctx >> 8;
+	if ((unsigned int)depth > frame)
+		return NULL;
+	f = &t->frames[frame - (unsigned int)depth];
+	for (unsigned int w = f->data_lo; w < f->data_hi;) {
+		unsigned long h = t->data[w];
+		unsigned int n = (unsigned int)(h & 0xffff);
+
+		if ((h >> 16) == (unsigned long)idx) {
+			if (size_bytes)
+				*size_bytes = (int)(n * sizeof(long));
+			return &t->data[w + 1];
+		}
+		w += 1 + n;
+	}
+	return NULL;
+}
+
+USFT_API void *fgraph_retrieve_data(int idx, int *size_bytes)
+{
+	return fgraph_retrieve_parent_data(idx, size_bytes, 0);
 }
 
 USFT_API void usft_fgraph_unwind_begin(void)

@@ -123,6 +123,39 @@ USFT_API int register_ftrace_graph(struct fgraph_ops *gops);
  */
 USFT_API void unregister_ftrace_graph(struct fgraph_ops *gops);
 
+/* kernel FGRAPH_MAX_DATA_SIZE: bytes one fgraph_reserve_data() may ask for */
+#define FGRAPH_MAX_DATA_SIZE	(sizeof(long) * 32)
+
+/**
+ * fgraph_reserve_data() - reserve storage for this frame on the calling
+ * thread's shadow stack, from an entry callback.
+ * @idx: the calling fgraph_ops' index (gops->idx)
+ * @size_bytes: 1 to FGRAPH_MAX_DATA_SIZE; rounded up to whole longs
+ *
+ * At most once per entry callback call.  The storage lives until the frame
+ * returns (or is unwound) and is dropped at once if the entry callback
+ * returns 0.  Async-signal-safe; no allocation.
+ * Return: the storage, or NULL outside an entry callback of @idx, on a
+ * second call, a bad size or a full data stack (4096 words per thread).
+ */
+USFT_API void *fgraph_reserve_data(int idx, int size_bytes);
+
+/**
+ * fgraph_retrieve_data() - from the return callback (or the entry callback)
+ * of @idx: what fgraph_reserve_data() stored for this frame.
+ * @size_bytes: if not NULL, set to the stored size (rounded up to longs)
+ * Return: the storage, or NULL when the entry stored nothing.
+ */
+USFT_API void *fgraph_retrieve_data(int idx, int *size_bytes);
+
+/**
+ * fgraph_retrieve_parent_data() - as fgraph_retrieve_data() for the frame
+ * @depth hooked frames below the current one (0: the current frame).
+ * Return: the storage, or NULL when that frame does not exist or @idx
+ * stored nothing there.
+ */
+USFT_API void *fgraph_retrieve_parent_data(int idx, int *size_bytes, int depth);
+
 struct task_struct;	/* only NULL (the calling thread) is supported */
 
 /**
