@@ -27,7 +27,7 @@ void ftrace_ops_init(struct ftrace_ops *ops);
 bool ftrace_ops_references_ip(struct ftrace_ops *ops, unsigned long ip);
 
 /* kernel ftrace_find_rec_direct(): readers run inside a caller (tasks-RCU) */
-unsigned long ftrace_find_rec_direct(unsigned long ip)
+USFT_API unsigned long ftrace_find_rec_direct(unsigned long ip)
 {
 	struct ftrace_hash *h = smp_load_acquire(&direct_functions);
 	struct ftrace_func_entry *e = ftrace_lookup_ip(h, ip);

@@ -443,6 +443,28 @@ USFT_API int ftrace_set_notrace(struct ftrace_ops *ops, unsigned char *buf, int 
 	return usft_err(ftrace_set_hash(ops, buf, len, NULL, 0, 0, reset, 0));
 }
 
+/* kernel: void, on the global ops' hashes; errno changes only on a failure */
+static void ftrace_set_global_hash(unsigned char *buf, int len, int reset, int enable)
+{
+	int saved = errno;
+	int ret = ftrace_set_hash(ftrace_global_ops(), buf, len, NULL, 0, 0, reset, enable);
+
+	if (ret)
+		usft_err(ret);
+	else
+		errno = saved;
+}
+
+USFT_API void ftrace_set_global_filter(unsigned char *buf, int len, int reset)
+{
+	ftrace_set_global_hash(buf, len, reset, 1);
+}
+
+USFT_API void ftrace_set_global_notrace(unsigned char *buf, int len, int reset)
+{
+	ftrace_set_global_hash(buf, len, reset, 0);
+}
+
 USFT_API int ftrace_set_filter_ip(struct ftrace_ops *ops, unsigned long ip, int remove, int reset)
 {
 	USFT_API_ENTER(busy);

@@ -38,10 +38,26 @@ struct ftrace_callsite;
 static void ftrace_callsite_rebuild(struct ftrace_callsite *cs);
 static void ftrace_callsite_rebuild_all(void);
 static void ftrace_callsite_release(unsigned long lo, unsigned long hi);
+/*
+ * kernel global_ops: the ops of the top-level function tracer whose hashes
+ * ftrace_set_global_filter()/_notrace() edit and which every ops given
+ * ftrace_ops_set_global_filter() shares.
+ */
 static struct ftrace_ops global_ops = {
 	.func = ftrace_stub,
 	.flags = FTRACE_OPS_FL_INITIALIZED,
+	.local_hash = {
+		.filter_hash = EMPTY_HASH,
+		.notrace_hash = EMPTY_HASH,
+		.regex_lock = PTHREAD_MUTEX_INITIALIZER,
+	},
+	.func_hash = &global_ops.local_hash,
 };
+
+struct ftrace_ops *ftrace_global_ops(void)
+{
+	return &global_ops;
+}
 
 enum ftrace_bug_type ftrace_bug_type;
 const void *ftrace_expected;
@@ -156,12 +172,17 @@ USFT_API int usft_init(void)
 
 /* ---- kill switch ---------------------------------------------------- */
 
-void ftrace_kill(void)
+USFT_API void ftrace_kill(void)
 {
 	ftrace_disabled = 1;
 	ftrace_enabled = 0;
 	ftrace_trace_function = ftrace_stub;
 	ftrace_update_ftrace_func(ftrace_stub);
+}
+
+USFT_API int ftrace_is_dead(void)
+{
+	return READ_ONCE(ftrace_disabled);
 }
 
 static void print_ip_ins(const char *fmt, const unsigned char *p)
@@ -233,11 +254,6 @@ USFT_API void ftrace_ops_set_global_filter(struct ftrace_ops *ops)
 	if (!ops || (ops->flags & FTRACE_OPS_FL_INITIALIZED))
 		return;
 	ftrace_ops_init(ops);
-	if (!global_ops.local_hash.filter_hash) {
-		global_ops.local_hash.filter_hash = EMPTY_HASH;
-		global_ops.local_hash.notrace_hash = EMPTY_HASH;
-		global_ops.func_hash = &global_ops.local_hash;
-	}
 	ops->func_hash = &global_ops.local_hash;
 }
 

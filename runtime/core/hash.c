@@ -32,10 +32,14 @@ USFT_API struct ftrace_hash *alloc_ftrace_hash(int size_bits)
 	return hash;
 }
 
-static void __add_hash_entry(struct ftrace_hash *hash, struct ftrace_func_entry *entry)
+/* kernel add_ftrace_hash_entry(): link a caller-owned @entry (no allocation) */
+USFT_API void add_ftrace_hash_entry(struct ftrace_hash *hash, struct ftrace_func_entry *entry)
 {
-	unsigned long key = ftrace_hash_key(entry->ip, hash->size_bits);
+	unsigned long key;
 
+	if (!hash || hash == EMPTY_HASH || !hash->buckets || !entry)
+		return;
+	key = ftrace_hash_key(entry->ip, hash->size_bits);
 	entry->hnext = hash->buckets[key];
 	hash->buckets[key] = entry;
 	hash->count++;
@@ -52,7 +56,7 @@ struct ftrace_func_entry *add_hash_entry(struct ftrace_hash *hash, unsigned long
 		return NULL;
 	entry->ip = ip;
 	entry->direct = 0;
-	__add_hash_entry(hash, entry);
+	add_ftrace_hash_entry(hash, entry);
 	return entry;
 }
 
@@ -126,9 +130,23 @@ void free_ftrace_hash_rcu(struct ftrace_hash *hash)
 	usft_call_rcu_tasks(free_ftrace_hash_cb, hash);
 }
 
-unsigned long ftrace_hash_count(struct ftrace_hash *hash)
+USFT_API unsigned long ftrace_hash_count(struct ftrace_hash *hash)
 {
 	return hash ? hash->count : 0;
+}
+
+/*
+ * kernel ftrace_hash_remove(): unlink every entry without freeing it, for
+ * hashes whose entries the caller owns (add_ftrace_hash_entry()); the hash
+ * can then be freed with free_ftrace_hash().
+ */
+USFT_API void ftrace_hash_remove(struct ftrace_hash *hash)
+{
+	if (!hash || hash == EMPTY_HASH || !hash->buckets)
+		return;
+	for (unsigned long i = 0; i < (1UL << hash->size_bits); i++)
+		hash->buckets[i] = NULL;
+	hash->count = 0;
 }
 
 /* Copies ip and direct ("direct friendly" since the single-ops series). */
@@ -179,7 +197,7 @@ struct ftrace_hash *__ftrace_hash_move(struct ftrace_hash *src)
 	for (i = 0; i < (1UL << src->size_bits); i++) {
 		for (e = src->buckets[i]; e; e = n) {
 			n = e->hnext;
-			__add_hash_entry(new, e);
+			add_ftrace_hash_entry(new, e);
 		}
 		src->buckets[i] = NULL;
 	}

@@ -26,6 +26,7 @@ void usft_log(enum usft_log_level level, const char *fmt, ...)
 
 /* FTRACE_WARN_ON: log once per call site and kill the runtime, as the kernel. */
 void ftrace_kill(void);
+struct ftrace_ops *ftrace_global_ops(void);
 #define FTRACE_WARN_ON(cond) ({						\
 	bool __c = !!(cond);						\
 	if (unlikely(__c)) {						\

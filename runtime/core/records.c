@@ -698,3 +698,70 @@ USFT_API int dlclose(void *handle)
 	pthread_mutex_unlock(&ftrace_lock);
 	return ret;
 }
+
+/* ---- kallsyms-side lookups ------------------------------------------- */
+
+/* kernel ftrace_location_range(): a site meeting [start, end], or 0 */
+USFT_API unsigned long ftrace_location_range(unsigned long start, unsigned long end)
+{
+	struct dyn_ftrace *rec;
+	unsigned long ip = 0;
+
+	if (ftrace_lazy_init_ro())
+		return 0;
+	try_sync();
+	pthread_rwlock_rdlock(&usft_objects_lock);
+	rec = lookup_rec(start, end);
+	if (rec)
+		ip = rec->ip;
+	pthread_rwlock_unlock(&usft_objects_lock);
+	return ip;
+}
+
+static int cmp_name(const void *key, const void *elt)
+{
+	return strcmp((const char *)key, *(const char *const *)elt);
+}
+
+/*
+ * kernel ftrace_lookup_symbols(): one pass over every function symbol,
+ * each looked up in the sorted names; a name gets the site of the first
+ * function of that name that has one.
+ */
+USFT_API int ftrace_lookup_symbols(const char **sorted_syms, size_t cnt, unsigned long *addrs)
+{
+	struct usft_object *obj;
+	size_t found = 0;
+	int ret;
+
+	if (!cnt)
+		return 0;
+	if (!sorted_syms || !addrs)
+		return usft_err(-EINVAL);
+	ret = ftrace_lazy_init_ro();
+	if (ret)
+		return usft_err(ret);
+	memset(addrs, 0, cnt * sizeof(*addrs));
+	try_sync();
+	pthread_rwlock_rdlock(&usft_objects_lock);
+	for (obj = usft_objects; obj && found < cnt; obj = obj->next)
+		for (size_t i = 0; i < obj->elf.nr_syms && found < cnt; i++) {
+			const char **hit = bsearch(obj->elf.syms[i].name, sorted_syms, cnt,
+						   sizeof(*sorted_syms), cmp_name);
+			unsigned long ip;
+			size_t idx;
+
+			if (!hit)
+				continue;
+			idx = (size_t)(hit - sorted_syms);
+			if (addrs[idx])
+				continue;
+			ip = __ftrace_location(obj->elf.syms[i].addr + obj->bias);
+			if (!ip)
+				continue;
+			addrs[idx] = ip;
+			found++;
+		}
+	pthread_rwlock_unlock(&usft_objects_lock);
+	return found == cnt ? 0 : usft_err(-ESRCH);
+}

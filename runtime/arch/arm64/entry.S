@@ -139,6 +139,21 @@ usft_just_return:
 	ret
 	.size	usft_just_return, . - usft_just_return
 
+/*
+ * ftrace_stub_direct_tramp: a direct trampoline that does nothing: entered
+ * by BL with x30 = the function body and x9 = the caller's LR, it puts the
+ * caller's LR back in x30 and continues into the body.
+ */
+	.balign 16
+	.globl	ftrace_stub_direct_tramp
+	.type	ftrace_stub_direct_tramp, %function
+ftrace_stub_direct_tramp:
+	hint	#34		/* bti c */
+	mov	x10, x30
+	mov	x30, x9
+	ret	x10
+	.size	ftrace_stub_direct_tramp, . - ftrace_stub_direct_tramp
+
 /* ------------------------------------------------------------------ */
 	.balign 16
 	.globl	ftrace_caller

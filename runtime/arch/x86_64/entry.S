@@ -104,6 +104,19 @@ usft_just_return:
 	int3
 	.size	usft_just_return, . - usft_just_return
 
+/*
+ * ftrace_stub_direct_tramp: a direct trampoline that does nothing (call
+ * mode: [rsp] is the return into the function body).  16-byte aligned, so
+ * bit 0 of its address is never read as the jmp bit.
+ */
+	.balign 16
+	.globl	ftrace_stub_direct_tramp
+	.type	ftrace_stub_direct_tramp, @function
+ftrace_stub_direct_tramp:
+	ret
+	int3
+	.size	ftrace_stub_direct_tramp, . - ftrace_stub_direct_tramp
+
 /* ------------------------------------------------------------------ */
 	.balign 16
 	.globl	ftrace_caller

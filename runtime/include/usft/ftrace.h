@@ -167,10 +167,46 @@ USFT_API void ftrace_free_filter(struct ftrace_ops *ops);
 USFT_API void ftrace_ops_set_global_filter(struct ftrace_ops *ops);
 
 /**
+ * ftrace_set_global_filter() - ftrace_set_filter() on the global ops, whose
+ * hashes every ops given ftrace_ops_set_global_filter() uses (an enabled
+ * one is re-patched).  void as in the kernel: errno is set on failure.
+ */
+USFT_API void ftrace_set_global_filter(unsigned char *buf, int len, int reset);
+/** ftrace_set_global_notrace() - ftrace_set_notrace() on the global ops. */
+USFT_API void ftrace_set_global_notrace(unsigned char *buf, int len, int reset);
+
+/**
  * ftrace_location() - the site belonging to @ip (a site address or the
  * address of a function that has a site), or 0.
  */
 USFT_API unsigned long ftrace_location(unsigned long ip);
+
+/**
+ * ftrace_location_range() - a site at least partly inside [@start, @end]
+ * (both inclusive), or 0.  When several are, which one is not specified
+ * (the kernel's lookup_rec() binary search).
+ */
+USFT_API unsigned long ftrace_location_range(unsigned long start, unsigned long end);
+
+/**
+ * ftrace_lookup_symbols() - the sites of @cnt functions by name.
+ * @sorted_syms: names in strcmp() order (as the kernel requires: they are
+ *               binary-searched)
+ * @addrs: @cnt slots; slot i gets the site of sorted_syms[i] (the first
+ *         function of that name that has one), or 0
+ * Return: 0 when every name was found; -ESRCH otherwise; -EINVAL NULL arrays.
+ */
+USFT_API int ftrace_lookup_symbols(const char **sorted_syms, size_t cnt,
+				   unsigned long *addrs);
+
+/**
+ * ftrace_kill() - the kill switch (what ftrace_bug() ends with): the shared
+ * callers call the stub from now on, every API call returns -ENODEV and no
+ * byte of text changes again.  Sites already patched stay as they are.
+ */
+USFT_API void ftrace_kill(void);
+/** ftrace_is_dead() - nonzero after ftrace_kill() or ftrace_bug(). */
+USFT_API int ftrace_is_dead(void);
 
 /**
  * ftrace_test_recursion_trylock() - callback-side recursion guard
@@ -222,6 +258,27 @@ USFT_API int modify_ftrace_direct_nolock(struct ftrace_ops *ops, unsigned long a
 USFT_API struct ftrace_hash *alloc_ftrace_hash(int size_bits);
 /** free_ftrace_hash() - free a scratch hash and its entries. */
 USFT_API void free_ftrace_hash(struct ftrace_hash *hash);
+/** ftrace_hash_count() - entries in @hash (0 for NULL). */
+USFT_API unsigned long ftrace_hash_count(struct ftrace_hash *hash);
+/**
+ * add_ftrace_hash_entry() - link @entry (caller-owned, ->ip and ->direct
+ * set) into @hash without allocating; take it out again with
+ * ftrace_hash_remove() before free_ftrace_hash().
+ */
+USFT_API void add_ftrace_hash_entry(struct ftrace_hash *hash, struct ftrace_func_entry *entry);
+/** ftrace_hash_remove() - unlink every entry of @hash without freeing it. */
+USFT_API void ftrace_hash_remove(struct ftrace_hash *hash);
+/** ftrace_find_rec_direct() - the direct target of site @ip, or 0. */
+USFT_API unsigned long ftrace_find_rec_direct(unsigned long ip);
+
+/**
+ * ftrace_stub_direct_tramp() - a direct trampoline that does nothing and
+ * returns into the function body (the kernel's, for tests and for an ops
+ * that only needs a direct slot).  Use its address with
+ * register_ftrace_direct(); never call it.
+ */
+USFT_API void ftrace_stub_direct_tramp(void);
+
 /** add_ftrace_hash_entry_direct() - add site @ip with target @direct. */
 USFT_API struct ftrace_func_entry *
 add_ftrace_hash_entry_direct(struct ftrace_hash *hash, unsigned long ip,
