@@ -179,7 +179,7 @@ int main(int argc, char **argv)
 		       n, s[rounds / 2], ds.nr_grace_periods, ds.nr_syncs, ds.nr_updates);
 		printf("section=attach case=per_tramp_ops_%d ms=%.3f grace_periods=%lu syncs=%lu updates=%lu\n",
 		       n, p[rounds / 2], dp.nr_grace_periods, dp.nr_syncs, dp.nr_updates);
-		printf("ratio per_tramp_ops_%d/single_ops_%d=%.1f\n", n, n,
+		printf("ratio per_tramp_ops_%d/single_ops_%d=%.2f\n", n, n,
 		       s[rounds / 2] > 0 ? p[rounds / 2] / s[rounds / 2] : 0.0);
 	}
 	return 0;
