@@ -140,9 +140,21 @@ static __always_inline void usft_span_exit(void)
 		usft_task.span_gen++;
 }
 
+/*
+ * The two counters are read one after the other, and a signal handler that
+ * runs traced code between the reads bumps both: read span_in again and
+ * retry, so that a handler (which always leaves them balanced) is never
+ * taken for an open span.
+ */
 static __always_inline bool usft_span_inside(void)
 {
-	return READ_ONCE(usft_task.span_in) != READ_ONCE(usft_task.span_out);
+	unsigned long in, out;
+
+	do {
+		in = READ_ONCE(usft_task.span_in);
+		out = READ_ONCE(usft_task.span_out);
+	} while (in != READ_ONCE(usft_task.span_in));
+	return in != out;
 }
 #else
 static __always_inline void usft_span_enter(void)
