@@ -4,7 +4,6 @@
  * record`) and both printers over whatever it accepted.  The input is the
  * file: a memfd, so the reader's size checks see a regular file.
  */
-#define _GNU_SOURCE
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
