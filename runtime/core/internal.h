@@ -339,6 +339,7 @@ struct sigaction;
 int usft_real_sigaction(int sig, const struct sigaction *act, struct sigaction *oact);
 int usft_claim_signal(int sig, const struct sigaction *handler, struct sigaction *chain);
 bool usft_run_handler(const struct sigaction *a, int sig, siginfo_t *si, void *uc);
+extern int usft_nr_tramp_irq;
 
 /* ---- the ftrace core (ftrace.c) ----------------------------------- */
 extern pthread_mutex_t ftrace_lock;

@@ -285,7 +285,7 @@ USFT_API void usft_print_stat(FILE *out)
 	P(nr_sites_written); P(nr_syncs); P(nr_grace_periods); P(nr_trampolines);
 	P(nr_int3_hits); P(nr_direct_in_range); P(nr_direct_out_of_range);
 	P(nr_callsites); P(callsite_bytes); P(nr_stop_machine);
-	P(nr_reclaim_scans);
+	P(nr_reclaim_scans); P(nr_rv_sleepers);
 #undef P
 	fprintf(out, "  %-22s %s\n", "state", st.disabled ? "dead (ftrace_bug)" : "ok");
 }

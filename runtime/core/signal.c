@@ -42,6 +42,7 @@ static sigaction_fn real_sigaction_fn;
 static struct sigaction user_act[_NSIG];
 static bool wrapped[_NSIG];
 static struct sigaction *claimed[_NSIG];
+int usft_nr_tramp_irq;	/* handlers running that interrupted trampoline code */
 
 /*
  * The interposers' lock.  sigaction() is async-signal-safe (POSIX), so a
@@ -119,12 +120,14 @@ __no_tsan int usft_real_sigaction(int sig, const struct sigaction *act, struct s
 bool usft_run_handler(const struct sigaction *a, int sig, siginfo_t *si, void *uc)
 {
 	unsigned long bit = 1UL << (usft_task.sig_depth & 63);
-	bool ran = true;
+	bool ran = true, tramp = uc && usft_execmem_contains(usft_uc_pc(uc));
 
-	if (uc && usft_execmem_contains(usft_uc_pc(uc)))
+	if (tramp) {
 		usft_task.tramp_irq |= bit;
-	else
+		__atomic_add_fetch(&usft_nr_tramp_irq, 1, __ATOMIC_SEQ_CST);
+	} else {
 		usft_task.tramp_irq &= ~bit;
+	}
 	usft_task.sig_depth++;
 	barrier();
 	if (a->sa_flags & SA_SIGINFO) {
@@ -140,6 +143,8 @@ bool usft_run_handler(const struct sigaction *a, int sig, siginfo_t *si, void *u
 	barrier();
 	usft_task.sig_depth--;
 	usft_task.tramp_irq &= ~bit;
+	if (tramp)
+		__atomic_sub_fetch(&usft_nr_tramp_irq, 1, __ATOMIC_RELEASE);
 	return ran;
 }
 

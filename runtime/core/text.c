@@ -148,8 +148,16 @@ void usft_sync_core(void)
 		if (syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE, 0, 0) == 0)
 			return;
 	}
-	/* returning from a signal handler is serialising (IRET) */
-	usft_threads_rendezvous(sync_nop, NULL);
+	/*
+	 * Returning from a signal handler is serialising (IRET, ERET).  A
+	 * thread asleep in the kernel is not signalled when the process is
+	 * registered for SYNC_CORE: the CPU it wakes on either ran a thread
+	 * that was signalled after the write, or switches mm (serialising),
+	 * or comes from a kernel thread that borrowed this mm, which the
+	 * registration makes the scheduler serialise (membarrier's own
+	 * rules; docs/design.md).  Unregistered, every thread is signalled.
+	 */
+	usft_threads_rendezvous(sync_nop, NULL, sync_core_ok ? usft_any_pc : NULL);
 }
 
 /* ---- rendezvous ------------------------------------------------------ */
@@ -300,28 +308,49 @@ static int rv_acks_reserve(int n)
 	return 0;
 }
 
-/* Does thread @tid block signal @signo?  (SigBlk in /proc/self/task/<tid>/status) */
-static bool thread_blocks(int tid, int signo)
+/*
+ * What /proc/self/task/<tid>/status says of thread @tid: its blocked
+ * signals (SigBlk) and whether it sleeps in the kernel (State other than
+ * R: in a system call, a page fault, stopped).  Return: false if unknown.
+ */
+static bool thread_status(int tid, unsigned long long *blocked, bool *sleeping)
 {
 	char path[64], line[256];
-	bool blocked = false;
+	int found = 0;
 	FILE *f;
 
 	snprintf(path, sizeof(path), "/proc/self/task/%d/status", tid);
 	f = fopen(path, "re");
 	if (!f)
 		return false;
-	while (fgets(line, sizeof(line), f)) {
-		if (!strncmp(line, "SigBlk:", 7)) {
-			unsigned long long mask = strtoull(line + 7, NULL, 16);
+	*blocked = 0;
+	*sleeping = false;
+	while (found < 2 && fgets(line, sizeof(line), f)) {
+		if (!strncmp(line, "State:", 6)) {
+			const char *c = line + 6;
 
-			blocked = (mask >> (signo - 1)) & 1;
-			break;
+			while (*c == ' ' || *c == '\t')
+				c++;
+			*sleeping = *c && *c != 'R';
+			found++;
+		} else if (!strncmp(line, "SigBlk:", 7)) {
+			*blocked = strtoull(line + 7, NULL, 16);
+			found++;
 		}
 	}
 	fclose(f);
-	return blocked;
+	return found == 2;
 }
+
+bool usft_thread_blocks(int tid, int signo)
+{
+	unsigned long long blocked;
+	bool sleeping;
+
+	return thread_status(tid, &blocked, &sleeping) && ((blocked >> (signo - 1)) & 1);
+}
+
+static unsigned long syscall_pc(int tid);
 
 int usft_nr_threads(void)
 {
@@ -330,11 +359,34 @@ int usft_nr_threads(void)
 
 /*
  * Signal every other thread that does not block the rendezvous signal and
- * wait until each ran @fn and acknowledged (or exited).  Called with rv_lock
- * held.  Return: threads that did not answer within two seconds; *@nacked:
- * how many did.
+ * wait until each ran @fn and acknowledged (or exited).  A thread asleep in
+ * the kernel whose user pc (/proc/<tid>/syscall) @sleeper_ok accepts is not
+ * signalled: it cannot be at any instruction but that pc until it wakes,
+ * and a signal would make a system call that is never restarted (poll,
+ * epoll_wait, select, nanosleep, ...) fail with EINTR in a program that
+ * has no handler of its own.  Its pc is kept in rv_sleeper_pc[].  Called
+ * with rv_lock held.  Return: threads that did not answer within two
+ * seconds; *@nacked: how many did.
  */
-static int rv_signal_all(void (*fn)(ucontext_t *uc, void *arg), void *arg, int *nacked)
+static unsigned long *rv_sleeper_pc;
+static int rv_nsleepers, rv_sleeper_cap;
+
+static int rv_sleepers_reserve(int n)
+{
+	unsigned long *v;
+
+	if (n <= rv_sleeper_cap)
+		return 0;
+	v = realloc(rv_sleeper_pc, n * sizeof(*v));	/* no handler reads it */
+	if (!v)
+		return -ENOMEM;
+	rv_sleeper_pc = v;
+	rv_sleeper_cap = n;
+	return 0;
+}
+
+static int rv_signal_all(void (*fn)(ucontext_t *uc, void *arg), void *arg,
+			 bool (*sleeper_ok)(unsigned long pc), int *nacked)
 {
 	static struct rv_list tids_l, sent_l, acked_l;
 	int self = (int)syscall(SYS_gettid), pid = getpid();
@@ -343,7 +395,8 @@ static int rv_signal_all(void (*fn)(ucontext_t *uc, void *arg), void *arg, int *
 
 	n = list_tids(&tids_l);
 	if (n < 0 || rv_list_reserve(&sent_l, n) || rv_list_reserve(&rv_skipped, n) ||
-	    rv_acks_reserve(n) || rv_list_reserve(&acked_l, rv_acks->cap)) {
+	    rv_acks_reserve(n) || rv_list_reserve(&acked_l, rv_acks->cap) ||
+	    rv_sleepers_reserve(n)) {
 		/* no thread reached: every caller takes that as "not safe" */
 		pr_warn("usft: no memory for the thread rendezvous (%d threads)\n", n);
 		*nacked = 0;
@@ -352,21 +405,35 @@ static int rv_signal_all(void (*fn)(ucontext_t *uc, void *arg), void *arg, int *
 	tids = tids_l.v;
 	sent = sent_l.v;
 	rv_nskipped = 0;
+	rv_nsleepers = 0;
 	rv_arg = arg;
 	rv_nacks = 0;
 	smp_store_release(&rv_fn, fn);
 	for (int i = 0; i < n; i++) {
+		unsigned long long blocked = 0;
+		bool sleeping = false;
+
 		if (tids[i] == self)
 			continue;
+		thread_status(tids[i], &blocked, &sleeping);
 		/*
 		 * A thread that blocks the signal would never answer; it is
 		 * skipped (docs/design.md: such threads are not relocated).
 		 */
-		if (thread_blocks(tids[i], rv_signo)) {
+		if ((blocked >> (rv_signo - 1)) & 1) {
 			rv_skipped.v[rv_nskipped++] = tids[i];
 			pr_debug("usft: thread %d blocks signal %d; not part of the rendezvous\n",
 				 tids[i], rv_signo);
 			continue;
+		}
+		if (sleeper_ok && sleeping) {
+			unsigned long pc = syscall_pc(tids[i]);
+
+			if (pc && sleeper_ok(pc)) {
+				rv_sleeper_pc[rv_nsleepers++] = pc;
+				usft_count(nr_rv_sleepers);
+				continue;
+			}
 		}
 		if (syscall(SYS_tgkill, pid, tids[i], rv_signo) == 0)
 			sent[nsent++] = tids[i];
@@ -443,13 +510,20 @@ static unsigned long syscall_pc(int tid)
 	return pc;
 }
 
+bool usft_any_pc(unsigned long pc)
+{
+	return true;
+}
+
 /*
- * usft_threads_scan() - usft_threads_rendezvous(), and for each thread that
- * blocks the signal, where it is: its pc if it waits in a system call
- * (the pc there cannot change until it returns), else 0 (unknown).
+ * usft_threads_scan() - usft_threads_rendezvous(), and where each thread is
+ * that did not run @fn: a thread asleep in the kernel (not signalled) or
+ * one that blocks the signal, by its pc if it waits in a system call (the
+ * pc there cannot change until it returns), else 0 (unknown).
  * Return: as usft_threads_rendezvous(); *@nblocked pcs in @blocked_pc.
  */
 int usft_threads_scan(void (*fn)(ucontext_t *uc, void *arg), void *arg,
+		      bool (*sleeper_ok)(unsigned long pc),
 		      unsigned long *blocked_pc, int max, int *nblocked)
 {
 	int missing, nacked;
@@ -459,23 +533,26 @@ int usft_threads_scan(void (*fn)(ucontext_t *uc, void *arg), void *arg,
 		pthread_mutex_unlock(&rv_lock);
 		return -1;
 	}
-	missing = rv_signal_all(fn, arg, &nacked);
+	missing = rv_signal_all(fn, arg, sleeper_ok, &nacked);
 	smp_store_release(&rv_fn, NULL);
 	rv_drain();
 	*nblocked = 0;
-	if (blocked_pc && rv_nskipped > max)
-		missing += rv_nskipped - max;	/* where those are is not reported: not clean */
+	if (blocked_pc && rv_nsleepers + rv_nskipped > max)
+		missing += rv_nsleepers + rv_nskipped - max;	/* not reported: not clean */
+	for (int i = 0; i < rv_nsleepers && *nblocked < max; i++)
+		blocked_pc[(*nblocked)++] = rv_sleeper_pc[i];
 	for (int i = 0; i < rv_nskipped && *nblocked < max; i++)
 		blocked_pc[(*nblocked)++] = syscall_pc(rv_skipped.v[i]);
 	pthread_mutex_unlock(&rv_lock);
 	return missing;
 }
 
-int usft_threads_rendezvous(void (*fn)(ucontext_t *uc, void *arg), void *arg)
+int usft_threads_rendezvous(void (*fn)(ucontext_t *uc, void *arg), void *arg,
+			    bool (*sleeper_ok)(unsigned long pc))
 {
 	int nblocked;
 
-	return usft_threads_scan(fn, arg, NULL, 0, &nblocked);
+	return usft_threads_scan(fn, arg, sleeper_ok, NULL, 0, &nblocked);
 }
 
 /*
@@ -498,7 +575,7 @@ int usft_stop_machine(int (*fn)(void *arg), void *arg, int *fn_ret)
 	}
 	__atomic_store_n(&rv_go, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&rv_left, 0, __ATOMIC_RELAXED);
-	missing = rv_signal_all(rv_park, NULL, &nacked);
+	missing = rv_signal_all(rv_park, NULL, NULL, &nacked);
 	*fn_ret = fn(arg);
 	usft_counters.nr_stop_machine++;
 	__atomic_store_n(&rv_go, 1, __ATOMIC_RELEASE);

@@ -5,6 +5,7 @@
 #ifndef USFT_CORE_TEXT_H
 #define USFT_CORE_TEXT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <ucontext.h>
 
@@ -36,13 +37,21 @@ void usft_sync_init(void);
 /*
  * usft_threads_rendezvous() - run @fn in a signal handler on every other
  * thread of the process (tgkill, then wait for each to acknowledge or exit).
+ * A thread asleep in the kernel at a user pc that @sleeper_ok accepts is
+ * left alone (no EINTR for it); NULL: every thread is signalled.
  * Return: number of threads that did not answer within the timeout.
  */
-int usft_threads_rendezvous(void (*fn)(ucontext_t *uc, void *arg), void *arg);
+int usft_threads_rendezvous(void (*fn)(ucontext_t *uc, void *arg), void *arg,
+			    bool (*sleeper_ok)(unsigned long pc));
+/* a @sleeper_ok that accepts every pc */
+bool usft_any_pc(unsigned long pc);
+/* Does thread @tid block signal @signo now? */
+bool usft_thread_blocks(int tid, int signo);
 
 /* usft_uc_pc(uc): the interrupted program counter of a signal context */
 #include "asm/ptrace.h"
 int usft_threads_scan(void (*fn)(ucontext_t *uc, void *arg), void *arg,
+		      bool (*sleeper_ok)(unsigned long pc),
 		      unsigned long *blocked_pc, int max, int *nblocked);
 int usft_stop_machine(int (*fn)(void *arg), void *arg, int *fn_ret);
 int usft_nr_threads(void);

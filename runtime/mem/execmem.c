@@ -18,8 +18,9 @@
  * and the scan is clean when no thread is inside trampoline memory at all
  * (nor in a signal handler that interrupted trampoline code, see
  * core/signal.c); then every chunk freed before it is safe.  A thread that
- * blocks the rendezvous signal counts by the pc of the system call it waits
- * in (/proc/<tid>/syscall), and makes the scan dirty while it runs.  Scans
+ * blocks the rendezvous signal, or sleeps in the kernel (it is not
+ * signalled: no EINTR), counts by the pc of the system call it waits in
+ * (/proc/<tid>/syscall), and makes the scan dirty while it runs.  Scans
  * run once QUARANTINE chunks wait, and retry a few times; meanwhile fresh
  * memory is used.
  */
@@ -213,7 +214,8 @@ static bool reclaim_scan(void)
 		__atomic_store_n(&scan_n, 0, __ATOMIC_RELAXED);
 		__atomic_store_n(&scan_dirty, 0, __ATOMIC_RELAXED);
 		/* the handlers' stores are ordered before their acks */
-		dirty = usft_threads_scan(scan_thread, NULL, blocked_pc, SCAN_MAX, &nb) != 0 ||
+		dirty = usft_threads_scan(scan_thread, NULL, usft_any_pc, blocked_pc, SCAN_MAX,
+					  &nb) != 0 ||
 			usft_task.tramp_irq;
 		dirty |= __atomic_load_n(&scan_dirty, __ATOMIC_RELAXED);
 		n = __atomic_load_n(&scan_n, __ATOMIC_RELAXED);
@@ -226,6 +228,13 @@ static bool reclaim_scan(void)
 		 */
 		for (int i = 0; !dirty && i < nb; i++)
 			dirty = !blocked_pc[i] || in_any_window(blocked_pc[i]);
+		/*
+		 * A thread not signalled may be inside a handler that interrupted
+		 * trampoline code (it returns there): its tramp_irq is its own,
+		 * but usft_run_handler() counts such handlers process-wide.
+		 */
+		if (nb && __atomic_load_n(&usft_nr_tramp_irq, __ATOMIC_ACQUIRE))
+			dirty = true;
 		usft_count(nr_reclaim_scans);
 		if (!dirty) {
 			for (struct usft_window *w = windows; w; w = w->next) {

@@ -206,6 +206,15 @@ static __no_tsan void relocate_thread(ucontext_t *uc, void *arg)
 		uc->uc_mcontext.gregs[REG_RIP] = (greg_t)(e->addr + e->len);
 }
 
+/* a sleeping thread at @pc needs no relocation (it waits in the kernel) */
+static bool not_in_a_site(unsigned long pc)
+{
+	for (size_t i = 0; i < poke_nr; i++)
+		if (pc > poke_vec[i].addr && pc < poke_vec[i].addr + poke_vec[i].len)
+			return false;
+	return true;
+}
+
 __no_tsan int x86_poke_flush(void)
 {
 	bool relocate = false;
@@ -245,7 +254,7 @@ __no_tsan int x86_poke_flush(void)
 	}
 	usft_sync_core();
 	if (relocate && usft_nr_threads() > 1)
-		usft_threads_rendezvous(relocate_thread, NULL);
+		usft_threads_rendezvous(relocate_thread, NULL, not_in_a_site);
 	for (i = 0; i < poke_nr; i++) {
 		USFT_TEXT_STEP();
 		for (int k = 1; k < poke_vec[i].len; k++)

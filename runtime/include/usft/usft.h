@@ -54,6 +54,7 @@ struct usft_stats {
 	unsigned long callsite_bytes;	/* memory those arrays take */
 	unsigned long nr_stop_machine;	/* text changes made with the other threads stopped */
 	unsigned long nr_reclaim_scans;	/* scans proving freed trampoline memory unused */
+	unsigned long nr_rv_sleepers;	/* threads asleep in the kernel a rendezvous left alone */
 };
 
 /**
