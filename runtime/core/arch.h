@@ -51,10 +51,23 @@ int ftrace_modify_call(struct dyn_ftrace *rec, unsigned long old_addr, unsigned 
 /**
  * ftrace_replace_code() - the whole-record pass of ftrace_modify_all_code().
  * @enable: FTRACE_UPDATE_CALLS (1) or disable everything (0).
- * Each backend provides it (ARCH_HAS_FTRACE_REPLACE_CODE): verify every
- * site first, then write the batch (arch/x86/kernel/ftrace.c's two passes).
+ * Generic (core/ftrace.c, the kernel's __weak one) in two passes, the first
+ * through arch_ftrace_replace_prepare(); an arch that needs its own defines
+ * ARCH_HAS_FTRACE_REPLACE_CODE.
  */
 void ftrace_replace_code(int enable);
+
+/**
+ * arch_ftrace_replace_prepare() - first pass of ftrace_replace_code(), for
+ * each record that will change (@update: ftrace_test_record()'s verdict),
+ * before anything is written: make the copies in reach of the site that
+ * its new target needs, so that they are all made (and synced) before the
+ * first site is rewritten.  x86-64 also checks here that the site holds what
+ * its record says (the kernel's x86 two passes: no write on any mismatch).
+ * Return: 0, or -errno for ftrace_bug() (with ftrace_expected set on a
+ * mismatch).
+ */
+int arch_ftrace_replace_prepare(struct dyn_ftrace *rec, int update);
 
 /** ftrace_update_ftrace_func() - what the shared callers call. */
 int ftrace_update_ftrace_func(ftrace_func_t func);

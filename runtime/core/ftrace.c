@@ -656,6 +656,81 @@ unsigned long ftrace_get_addr_curr(struct dyn_ftrace *rec)
 
 /* ---- code update ----------------------------------------------------- */
 
+/* kernel __ftrace_replace_code(): one record, queued in the arch's batch */
+static int __ftrace_replace_code(struct dyn_ftrace *rec, bool enable)
+{
+	unsigned long new_addr = ftrace_get_addr_new(rec);
+	/* before ftrace_update_record() changes the _EN bits */
+	unsigned long old_addr = ftrace_get_addr_curr(rec);
+	int ret;
+
+	switch (ftrace_update_record(rec, enable)) {
+	case FTRACE_UPDATE_IGNORE:
+		return 0;
+	case FTRACE_UPDATE_MAKE_CALL:
+		ftrace_bug_type = FTRACE_BUG_CALL;
+		ret = ftrace_make_call(rec, new_addr);
+		if (!ret)
+			usft_counters.nr_enabled++;
+		return ret;
+	case FTRACE_UPDATE_MAKE_NOP:
+		ftrace_bug_type = FTRACE_BUG_NOP;
+		ret = ftrace_make_nop(rec, old_addr);
+		if (!ret)
+			usft_counters.nr_enabled--;
+		return ret;
+	case FTRACE_UPDATE_MODIFY_CALL:
+		ftrace_bug_type = FTRACE_BUG_UPDATE;
+		return ftrace_modify_call(rec, old_addr, new_addr);
+	}
+	return -1;	/* unknown ftrace bug */
+}
+
+#ifndef ARCH_HAS_FTRACE_REPLACE_CODE
+/*
+ * kernel __weak ftrace_replace_code(), in two passes: first every record
+ * that will change goes through arch_ftrace_replace_prepare() with nothing
+ * written yet (the per-site copies its new target needs are made then; an
+ * arch may also check every site there, as x86-64 does), then each record
+ * is rewritten.  Writes are queued in the arch's batch and land together in
+ * ftrace_arch_code_modify_post_process().
+ */
+void ftrace_replace_code(int enable)
+{
+	struct ftrace_page *pg;
+	struct dyn_ftrace *rec;
+	int failed;
+
+	if (unlikely(ftrace_disabled))
+		return;
+	do_for_each_ftrace_rec(pg, rec) {
+		int update;
+
+		if (skip_record(rec))
+			continue;
+		update = ftrace_test_record(rec, enable);
+		if (update == FTRACE_UPDATE_IGNORE)
+			continue;
+		failed = arch_ftrace_replace_prepare(rec, update);
+		if (failed) {
+			ftrace_bug(failed, rec);
+			ftrace_expected = NULL;
+			return;
+		}
+	} while_for_each_ftrace_rec();
+	do_for_each_ftrace_rec(pg, rec) {
+		if (skip_record(rec))
+			continue;
+		failed = __ftrace_replace_code(rec, enable);
+		if (failed) {
+			ftrace_bug(failed, rec);
+			ftrace_expected = NULL;
+			return;
+		}
+	} while_for_each_ftrace_rec();
+}
+#endif
+
 static void ftrace_run_update_code(int command);
 
 static int ftrace_modify_all_code(int command)

@@ -624,72 +624,16 @@ int ftrace_modify_call(struct dyn_ftrace *rec, unsigned long old_addr, unsigned 
 	return modify_code(pc, old, new);
 }
 
-/* kernel generic ftrace_replace_code() / __ftrace_replace_code() */
-void ftrace_replace_code(int enable)
+/*
+ * First pass of ftrace_replace_code(): the per-site caller copies the new
+ * targets need (per_callsite_ops), all made before the first BL is written;
+ * the first bl_to() of the second pass syncs once for all of them.
+ */
+int arch_ftrace_replace_prepare(struct dyn_ftrace *rec, int update)
 {
-	struct ftrace_page *pg;
-	struct dyn_ftrace *rec;
-	int failed;
-
-	if (unlikely(ftrace_disabled))
-		return;
-	/*
-	 * First pass: the per-site caller copies that the new targets need
-	 * (per_callsite_ops), then one sync for all of them instead of one
-	 * each; bl_to() syncs for a copy made later.
-	 */
-	do_for_each_ftrace_rec(pg, rec) {
-		int t;
-
-		if ((rec->flags & FTRACE_FL_DISABLED) && !(rec->flags & FTRACE_FL_ENABLED))
-			continue;
-		t = ftrace_test_record(rec, enable);
-		if (t == FTRACE_UPDATE_MAKE_CALL || t == FTRACE_UPDATE_MODIFY_CALL)
-			resolve(rec->ip, ftrace_get_addr_new(rec), true);
-	} while_for_each_ftrace_rec();
-	if (copies_unsynced) {
-		usft_sync_core();
-		copies_unsynced = false;
-	}
-	do_for_each_ftrace_rec(pg, rec) {
-		unsigned long new_addr, old_addr;
-		int ret;
-
-		if ((rec->flags & FTRACE_FL_DISABLED) && !(rec->flags & FTRACE_FL_ENABLED))
-			continue;
-		new_addr = ftrace_get_addr_new(rec);
-		/* before ftrace_update_record() changes the _EN bits */
-		old_addr = ftrace_get_addr_curr(rec);
-		ret = ftrace_update_record(rec, enable);
-		switch (ret) {
-		case FTRACE_UPDATE_IGNORE:
-			continue;
-		case FTRACE_UPDATE_MAKE_CALL:
-			ftrace_bug_type = FTRACE_BUG_CALL;
-			failed = ftrace_make_call(rec, new_addr);
-			if (!failed)
-				usft_counters.nr_enabled++;
-			break;
-		case FTRACE_UPDATE_MAKE_NOP:
-			ftrace_bug_type = FTRACE_BUG_NOP;
-			failed = ftrace_make_nop(rec, old_addr);
-			if (!failed)
-				usft_counters.nr_enabled--;
-			break;
-		case FTRACE_UPDATE_MODIFY_CALL:
-			ftrace_bug_type = FTRACE_BUG_UPDATE;
-			failed = ftrace_modify_call(rec, old_addr, new_addr);
-			break;
-		default:
-			failed = -1;
-			break;
-		}
-		if (failed) {
-			ftrace_bug(failed, rec);
-			ftrace_expected = NULL;
-			return;
-		}
-	} while_for_each_ftrace_rec();
+	if (update == FTRACE_UPDATE_MAKE_CALL || update == FTRACE_UPDATE_MODIFY_CALL)
+		resolve(rec->ip, ftrace_get_addr_new(rec), true);
+	return 0;
 }
 
 int ftrace_update_ftrace_func(ftrace_func_t func)

@@ -542,80 +542,29 @@ int ftrace_modify_call(struct dyn_ftrace *rec, unsigned long old_addr, unsigned 
 }
 
 /*
- * kernel x86 ftrace_replace_code(): pass 1 checks every site that will
- * change against what its record says it is (nothing written on any
- * mismatch); pass 2 queues the new bytes and updates the records; then one
- * INT3 batch writes them all.
+ * kernel x86 ftrace_replace_code()'s first pass: every site that will change
+ * is checked against what its record says it is (nothing is written on any
+ * mismatch), and the copy of its new target in reach of it is made; the
+ * generic second pass then queues the new bytes, and one INT3 batch writes
+ * them all.
  */
-void ftrace_replace_code(int enable)
+int arch_ftrace_replace_prepare(struct dyn_ftrace *rec, int update)
 {
-	struct ftrace_page *pg;
-	struct dyn_ftrace *rec;
-	unsigned char old[5], buf[5];
-	int ret;
+	static unsigned char old[5];
+	unsigned char buf[5];
 
-	do_for_each_ftrace_rec(pg, rec) {
-		if (rec->flags & FTRACE_FL_DISABLED)
-			continue;
-		ret = ftrace_test_record(rec, enable);
-		switch (ret) {
-		case FTRACE_UPDATE_MAKE_CALL:
-			memcpy(old, X86_NOP5, 5);
-			break;
-		case FTRACE_UPDATE_MODIFY_CALL:
-		case FTRACE_UPDATE_MAKE_NOP:
-			if (call_replace(old, rec->ip, ftrace_get_addr_curr(rec), false)) {
-				ftrace_bug(-EINVAL, rec);
-				return;
-			}
-			break;
-		default:
-			continue;
-		}
-		if (ftrace_verify_code(rec->ip, old)) {
-			ftrace_expected = old;
-			ftrace_bug(-EINVAL, rec);
-			ftrace_expected = NULL;
-			return;
-		}
-		/* create the target's copy in reach now, before anything is written */
-		if (ret != FTRACE_UPDATE_MAKE_NOP &&
-		    call_replace(buf, rec->ip, ftrace_get_addr_new(rec), true)) {
-			ftrace_bug(-ENOMEM, rec);
-			return;
-		}
-	} while_for_each_ftrace_rec();
-
-	do_for_each_ftrace_rec(pg, rec) {
-		if (rec->flags & FTRACE_FL_DISABLED)
-			continue;
-		ret = ftrace_test_record(rec, enable);
-		switch (ret) {
-		case FTRACE_UPDATE_MODIFY_CALL:
-		case FTRACE_UPDATE_MAKE_CALL:
-			if (call_replace(buf, rec->ip, ftrace_get_addr_new(rec), true)) {
-				ftrace_bug(-ENOMEM, rec);
-				return;
-			}
-			break;
-		case FTRACE_UPDATE_MAKE_NOP:
-			memcpy(buf, X86_NOP5, 5);
-			break;
-		default:
-			continue;
-		}
-		if (x86_poke_queue(rec->ip, buf, 5, false)) {
-			ftrace_bug(-ENOMEM, rec);
-			return;
-		}
-		ftrace_update_record(rec, enable);
-		if (rec->flags & FTRACE_FL_ENABLED) {
-			if (ret == FTRACE_UPDATE_MAKE_CALL)
-				usft_counters.nr_enabled++;
-		} else {
-			usft_counters.nr_enabled--;
-		}
-	} while_for_each_ftrace_rec();
+	if (update == FTRACE_UPDATE_MAKE_CALL)
+		memcpy(old, X86_NOP5, 5);
+	else if (call_replace(old, rec->ip, ftrace_get_addr_curr(rec), false))
+		return -EINVAL;
+	if (ftrace_verify_code(rec->ip, old)) {
+		ftrace_expected = old;
+		return -EINVAL;
+	}
+	if (update != FTRACE_UPDATE_MAKE_NOP &&
+	    call_replace(buf, rec->ip, ftrace_get_addr_new(rec), true))
+		return -ENOMEM;
+	return 0;
 }
 
 int ftrace_update_ftrace_func(ftrace_func_t func)

@@ -14,7 +14,6 @@
 #define USFT_X86_64_ASM_FTRACE_H
 
 #define MCOUNT_INSN_SIZE		5
-#define ARCH_HAS_FTRACE_REPLACE_CODE	1
 #define USFT_HAVE_WITH_REGS		1
 /* fgraph jmp mode: the graph jmp caller's own return (core/fgraph.c) */
 #define ARCH_HAS_FGRAPH_JMP_RET		1
