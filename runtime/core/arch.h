@@ -103,7 +103,14 @@ bool arch_ftrace_direct_in_reach(unsigned long ip, unsigned long addr);
 /** arch_ftrace_site_bytes() - the current bytes of the site, for users. */
 int arch_ftrace_site_bytes(unsigned long ip, unsigned char *buf, size_t len);
 
-/** arch_ftrace_object_removed() - forget near-window state of @obj. */
+/**
+ * arch_ftrace_make_caller() - copy shared caller @which (0: ftrace_caller;
+ * 1: x86-64 ftrace_regs_caller, arm64 ftrace_caller_ops) into window @w,
+ * for usft_object_callers().  Return: its address or 0.
+ */
+unsigned long arch_ftrace_make_caller(struct usft_window *w, int which);
+
+/** arch_ftrace_object_removed() - forget arch state of @obj (its callers are freed by the core). */
 void arch_ftrace_object_removed(struct usft_object *obj);
 
 /*

@@ -104,11 +104,9 @@ static int func_model(unsigned long func, int nr_args, struct usft_func_model *m
 		return 0;
 	}
 	pthread_mutex_lock(&ftrace_lock);
-	for (obj = usft_objects; obj; obj = obj->next)
-		if (func >= obj->text_lo && func < obj->text_hi) {
-			ret = usft_dwarf_func_model(obj->path, func - obj->bias, m);
-			break;
-		}
+	obj = usft_object_of(func);
+	if (obj)
+		ret = usft_dwarf_func_model(obj->path, func - obj->bias, m);
 	/* the errno alone ("No such file or directory") does not say why */
 	if (ret == -ENOENT || ret == -EOPNOTSUPP) {
 		const struct usft_elf_sym *sym = obj ? usft_elf_find_sym(&obj->elf, func - obj->bias) : NULL;

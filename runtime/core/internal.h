@@ -111,6 +111,17 @@ struct ftrace_page {
 	struct usft_object *obj;
 };
 
+/*
+ * Trampoline memory in branch reach of all of an object's text, and the
+ * copies of the arch's two shared callers in it (x86-64: ftrace_caller and
+ * ftrace_regs_caller; arm64: ftrace_caller and ftrace_caller_ops), made on
+ * first use by usft_object_callers().
+ */
+struct usft_obj_callers {
+	struct usft_window *w;
+	unsigned long caller[2];	/* arch_ftrace_make_caller(w, 0 / 1) */
+};
+
 struct usft_segment {
 	unsigned long lo, hi;	/* runtime addresses, page aligned */
 	int prot;		/* PROT_* from p_flags */
@@ -129,7 +140,7 @@ struct usft_object {
 	struct ftrace_page *pages;	/* first page of this object */
 	struct ftrace_page *last_page;
 	unsigned long nr_recs;
-	void *window;			/* trampoline memory near this text */
+	struct usft_obj_callers *callers;	/* trampoline memory near this text */
 	bool seen;			/* mark for the dl_iterate_phdr sweep */
 };
 
@@ -155,6 +166,19 @@ int ftrace_records_sync(void);
 void ftrace_release_object(struct usft_object *obj);
 unsigned long ftrace_nr_records(void);
 int ftrace_site_state(unsigned long ip);
+/*
+ * usft_object_of() - the loaded object whose text holds @ip, NULL if none;
+ * usft_main_object() - the first object with sites (the main executable).
+ * Caller holds ftrace_lock or usft_objects_lock.
+ */
+struct usft_object *usft_object_of(unsigned long ip);
+struct usft_object *usft_main_object(void);
+/*
+ * usft_object_callers() - the near window and shared caller copies of the
+ * object whose text holds @ip, made on first use.  NULL: @ip is in no
+ * object, or no trampoline memory is in reach (logged).  ftrace_lock held.
+ */
+struct usft_obj_callers *usft_object_callers(unsigned long ip);
 
 /* ---- hashes (hash.c) ---------------------------------------------- */
 #define FTRACE_HASH_DEFAULT_BITS	10

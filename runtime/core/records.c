@@ -17,6 +17,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 #include "core/arch.h"
+#include "mem/execmem.h"
 
 struct ftrace_page *ftrace_pages_start;
 struct usft_object *usft_objects;
@@ -132,26 +133,67 @@ static const struct usft_elf_sym *find_func(struct usft_object *obj, unsigned lo
 	return usft_elf_find_sym(&obj->elf, ip - obj->bias);
 }
 
+struct usft_object *usft_object_of(unsigned long ip)
+{
+	for (struct usft_object *obj = usft_objects; obj; obj = obj->next)
+		if (ip >= obj->text_lo && ip < obj->text_hi)
+			return obj;
+	return NULL;
+}
+
+struct usft_object *usft_main_object(void)
+{
+	for (struct usft_object *obj = usft_objects; obj; obj = obj->next)
+		if (obj->nr_recs)
+			return obj;
+	return NULL;
+}
+
+struct usft_obj_callers *usft_object_callers(unsigned long ip)
+{
+	struct usft_object *obj = usft_object_of(ip);
+	struct usft_obj_callers *a;
+
+	if (!obj)
+		return NULL;
+	if (obj->callers)
+		return obj->callers;
+	a = calloc(1, sizeof(*a));
+	if (!a)
+		return NULL;
+	/* the shared callers must be in reach whatever the placement option */
+	a->w = usft_window_near(obj->text_lo, obj->text_hi, ARCH_NEAR_REACH);
+	if (a->w) {
+		a->caller[0] = arch_ftrace_make_caller(a->w, 0);
+		a->caller[1] = arch_ftrace_make_caller(a->w, 1);
+	}
+	if (!a->w || !a->caller[0] || !a->caller[1]) {
+		pr_err("usft: %s: no trampoline memory within branch reach of its text\n",
+		       obj->path);
+		free(a);
+		return NULL;
+	}
+	obj->callers = a;
+	return a;
+}
+
 /* kernel ftrace_location(): the site of ip, or of the function starting at ip */
 static unsigned long __ftrace_location(unsigned long ip)
 {
 	struct dyn_ftrace *rec = lookup_rec(ip, ip);
 	struct usft_object *obj;
+	const struct usft_elf_sym *sym;
 
 	if (rec)
 		return rec->ip;
-	for (obj = usft_objects; obj; obj = obj->next) {
-		const struct usft_elf_sym *sym;
-
-		if (!obj->nr_recs || ip < obj->text_lo || ip >= obj->text_hi)
-			continue;
-		sym = find_func(obj, ip);
-		if (!sym || sym->addr + obj->bias != ip)
-			return 0;
-		rec = lookup_rec(ip, ip + (sym->size ? sym->size : 1) - 1);
-		return rec ? rec->ip : 0;
-	}
-	return 0;
+	obj = usft_object_of(ip);
+	if (!obj || !obj->nr_recs)
+		return 0;
+	sym = find_func(obj, ip);
+	if (!sym || sym->addr + obj->bias != ip)
+		return 0;
+	rec = lookup_rec(ip, ip + (sym->size ? sym->size : 1) - 1);
+	return rec ? rec->ip : 0;
 }
 
 USFT_API unsigned long ftrace_location(unsigned long ip)
@@ -193,18 +235,15 @@ USFT_API const char *usft_kallsyms_lookup(unsigned long addr, unsigned long *off
 	if (ftrace_lazy_init_ro())
 		return NULL;
 	pthread_rwlock_rdlock(&usft_objects_lock);
-	for (obj = usft_objects; obj; obj = obj->next) {
-		const struct usft_elf_sym *sym;
+	obj = usft_object_of(addr);
+	if (obj) {
+		const struct usft_elf_sym *sym = find_func(obj, addr);
 
-		if (addr < obj->text_lo || addr >= obj->text_hi)
-			continue;
-		sym = find_func(obj, addr);
 		if (sym) {
 			name = sym->name;
 			if (offset)
 				*offset = addr - (sym->addr + obj->bias);
 		}
-		break;
 	}
 	pthread_rwlock_unlock(&usft_objects_lock);
 	return name;
@@ -562,6 +601,9 @@ void ftrace_release_object(struct usft_object *obj)
 			break;
 		}
 	arch_ftrace_object_removed(obj);
+	/* the window stays mapped: threads may still return through it */
+	free(obj->callers);
+	obj->callers = NULL;
 	if (obj->nr_recs)
 		usft_counters.nr_objects--;
 	free_object(obj);

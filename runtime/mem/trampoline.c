@@ -9,9 +9,7 @@
 #include "core/internal.h"
 #include "core/text.h"
 #include "mem/execmem.h"
-#include "insn.h"
-
-#define REACH ARCH_NEAR_REACH
+#include "asm/ftrace.h"
 
 struct tramp_free {
 	struct usft_window *w;
@@ -29,17 +27,15 @@ unsigned long usft_execmem_reserve(unsigned long near_ip, size_t len, struct usf
 {
 	struct usft_window *w = NULL;
 	unsigned long lo, hi, addr = 0;
-	struct usft_object *obj;
+	struct usft_object *obj = near_ip ? usft_object_of(near_ip) : usft_main_object();
 
 	lo = hi = near_ip;
-	for (obj = usft_objects; obj; obj = obj->next)
-		if (near_ip ? (near_ip >= obj->text_lo && near_ip < obj->text_hi) : obj->nr_recs) {
-			lo = obj->text_lo;
-			hi = obj->text_hi;
-			break;
-		}
+	if (obj) {
+		lo = obj->text_lo;
+		hi = obj->text_hi;
+	}
 	if (usft_opts.tramp_placement == 0 && hi) {
-		w = usft_window_near(lo, hi, REACH);
+		w = usft_window_near(lo, hi, ARCH_NEAR_REACH);
 		addr = w ? usft_execmem_alloc(w, len) : 0;
 	}
 	if (!addr) {

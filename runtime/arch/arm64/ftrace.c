@@ -74,14 +74,6 @@ struct ops_caller_data {
 	unsigned long regfn;
 };
 
-struct obj_arch {
-	struct usft_window *w;
-	unsigned long caller, caller_ops;
-};
-
-/* BL reach minus a page of slack, for a whole window */
-#define REACH ((unsigned long)A64_BRANCH_RANGE - 4096)
-
 /* ---- sites with a CALL_OPS literal ------------------------------------ */
 
 /* sorted ips (BL slots) of the sites compiled with =4,2 */
@@ -204,43 +196,14 @@ static unsigned long make_copy(struct usft_window *w, bool ops_caller, struct ft
 	return addr;
 }
 
-static struct usft_object *object_of(unsigned long ip)
+/* 0: ftrace_caller, 1: ftrace_caller_ops */
+unsigned long arch_ftrace_make_caller(struct usft_window *w, int which)
 {
-	for (struct usft_object *obj = usft_objects; obj; obj = obj->next)
-		if (ip >= obj->text_lo && ip < obj->text_hi)
-			return obj;
-	return NULL;
-}
-
-static struct obj_arch *obj_arch(struct usft_object *obj)
-{
-	struct obj_arch *a = obj->window;
-
-	if (a)
-		return a;
-	a = calloc(1, sizeof(*a));
-	if (!a)
-		return NULL;
-	/* the callers must be in BL reach whatever the placement option */
-	a->w = usft_window_near(obj->text_lo, obj->text_hi, REACH);
-	if (a->w) {
-		a->caller = make_copy(a->w, false, NULL);
-		a->caller_ops = make_copy(a->w, true, NULL);
-	}
-	if (!a->w || !a->caller || !a->caller_ops) {
-		pr_err("usft: %s: no trampoline memory within BL reach of its text\n", obj->path);
-		free(a);
-		return NULL;
-	}
-	obj->window = a;
-	return a;
+	return make_copy(w, which, NULL);
 }
 
 void arch_ftrace_object_removed(struct usft_object *obj)
 {
-	/* the window stays mapped: threads may still return through it */
-	free(obj->window);
-	obj->window = NULL;
 	lit_remove_range(obj->text_lo, obj->text_hi);
 }
 
@@ -261,8 +224,7 @@ static bool is_callsite_token(unsigned long addr)
  */
 static unsigned long resolve(unsigned long ip, unsigned long addr, bool create)
 {
-	struct usft_object *obj;
-	struct obj_arch *a;
+	struct usft_obj_callers *a;
 
 	addr = ftrace_jmp_get(addr);	/* no WITH_JMP on arm64: always a call */
 	if (!is_caller_token(addr) && !is_callsite_token(addr)) {
@@ -271,14 +233,11 @@ static unsigned long resolve(unsigned long ip, unsigned long addr, bool create)
 			return addr;
 		addr = usft_opts.per_callsite_ops ? FTRACE_CALLSITE_ADDR : FTRACE_ADDR;
 	}
-	obj = object_of(ip);
-	if (!obj)
-		return 0;
-	a = obj_arch(obj);
+	a = usft_object_callers(ip);
 	if (!a)
 		return 0;
 	if (site_call_ops(ip))
-		return a->caller_ops;	/* the literal picks the ops */
+		return a->caller[1];	/* ftrace_caller_ops: the literal picks the ops */
 	if (is_callsite_token(addr)) {
 		struct ftrace_callsite *cs = ftrace_callsite_get(ip);
 
@@ -288,7 +247,7 @@ static unsigned long resolve(unsigned long ip, unsigned long addr, bool create)
 			cs->tramp[0] = cs->tramp[1] = make_copy(a->w, false, cs);
 		return cs->tramp[0];
 	}
-	return a->caller;
+	return a->caller[0];
 }
 
 bool arch_ftrace_direct_in_reach(unsigned long ip, unsigned long addr)
@@ -388,7 +347,7 @@ int ftrace_dyn_arch_init(void)
 
 static bool exec_range(unsigned long a, unsigned long len)
 {
-	struct usft_object *obj = object_of(a);
+	struct usft_object *obj = usft_object_of(a);
 
 	if (!obj || a + len > obj->text_hi)
 		return false;
@@ -420,7 +379,7 @@ unsigned long ftrace_call_adjust(unsigned long addr)
 	    a64_read(addr + 4) == A64_NOP) {
 		const struct usft_elf_sym *sym = NULL;
 
-		obj = object_of(addr);
+		obj = usft_object_of(addr);
 		if (obj && obj->elf.nr_syms)
 			sym = usft_elf_find_sym(&obj->elf, addr + 8 - obj->bias);
 		if (sym) {

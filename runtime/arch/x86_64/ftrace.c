@@ -39,11 +39,6 @@ struct tramp_data {
 	unsigned long funcv;
 };
 
-struct obj_arch {
-	struct usft_window *w;
-	unsigned long caller, regs_caller;
-};
-
 struct tramp_copy {
 	struct usft_window *w;
 	unsigned long addr;
@@ -79,8 +74,6 @@ struct usft_ops_private {
 	struct graph_stub **stubs;	/* graph ops, graph_jmp=1: by site */
 };
 static struct usft_ops_private *tramps;
-
-#define REACH (1UL << 31)
 
 static size_t tmpl_size(bool regs)
 {
@@ -203,46 +196,18 @@ static unsigned long make_copy(struct usft_window *w, bool regs, struct ftrace_o
  */
 static struct usft_window *window_for(unsigned long lo, unsigned long hi)
 {
-	return usft_window_near(lo, hi, REACH - 4096);
+	return usft_window_near(lo, hi, ARCH_NEAR_REACH);
 }
 
-static struct obj_arch *obj_arch(struct usft_object *obj)
+/* 0: ftrace_caller, 1: ftrace_regs_caller */
+unsigned long arch_ftrace_make_caller(struct usft_window *w, int which)
 {
-	struct obj_arch *a = obj->window;
-
-	if (a)
-		return a;
-	a = calloc(1, sizeof(*a));
-	if (!a)
-		return NULL;
-	/* the shared callers must be in reach whatever the placement option */
-	a->w = usft_window_near(obj->text_lo, obj->text_hi, REACH - 4096);
-	if (a->w) {
-		a->caller = make_copy(a->w, false, NULL);
-		a->regs_caller = make_copy(a->w, true, NULL);
-	}
-	if (!a->w || !a->caller || !a->regs_caller) {
-		pr_err("usft: %s: no trampoline memory within reach of its text\n", obj->path);
-		free(a);
-		return NULL;
-	}
-	obj->window = a;
-	return a;
+	return make_copy(w, which, NULL);
 }
 
 void arch_ftrace_object_removed(struct usft_object *obj)
 {
-	/* the window stays mapped: threads may still return through it */
-	free(obj->window);
-	obj->window = NULL;
-}
-
-static struct usft_object *object_of(unsigned long ip)
-{
-	for (struct usft_object *obj = usft_objects; obj; obj = obj->next)
-		if (ip >= obj->text_lo && ip < obj->text_hi)
-			return obj;
-	return NULL;
+	(void)obj;
 }
 
 static struct usft_ops_private *find_tramp(unsigned long primary)
@@ -281,9 +246,8 @@ static unsigned long graph_stub(struct usft_ops_private *p, unsigned long ip, bo
 	size_t size = graph_stub_size();
 	unsigned long key = ftrace_hash_key(ip, GRAPH_STUB_BITS), addr;
 	struct graph_stub_data *d;
-	struct usft_object *obj;
+	struct usft_obj_callers *a;
 	struct graph_stub *gs;
-	struct obj_arch *a;
 	unsigned char *buf;
 
 	for (gs = p->stubs ? p->stubs[key] : NULL; gs; gs = gs->next)
@@ -291,8 +255,7 @@ static unsigned long graph_stub(struct usft_ops_private *p, unsigned long ip, bo
 			return gs->addr;
 	if (!create)
 		return 0;
-	obj = object_of(ip);
-	a = obj ? obj_arch(obj) : NULL;
+	a = usft_object_callers(ip);
 	if (!a)
 		return 0;
 	if (!p->stubs) {
@@ -370,8 +333,8 @@ static void graph_stubs_free(struct usft_ops_private *p)
 static unsigned long resolve_branch(unsigned long ip, unsigned long addr, bool create, bool *jmp)
 {
 	struct usft_ops_private *p;
+	struct usft_obj_callers *a;
 	struct usft_object *obj;
-	struct obj_arch *a;
 
 	addr = ftrace_jmp_get(addr);
 again:
@@ -382,8 +345,7 @@ again:
 		if (!cs)
 			return 0;
 		if (!cs->tramp[idx] && create) {
-			obj = object_of(ip);
-			a = obj ? obj_arch(obj) : NULL;
+			a = usft_object_callers(ip);
 			if (a)
 				cs->tramp[idx] = make_copy_for(a->w, idx, NULL, cs);
 		}
@@ -418,7 +380,7 @@ again:
 				return p->copy[i].addr;
 		if (!create || p->nr == MAX_COPIES)
 			return 0;
-		obj = object_of(ip);
+		obj = usft_object_of(ip);
 		if (!obj)
 			return 0;
 		{
@@ -434,13 +396,10 @@ again:
 		}
 	}
 caller:
-	obj = object_of(ip);
-	if (!obj)
-		return 0;
-	a = obj_arch(obj);
+	a = usft_object_callers(ip);
 	if (!a)
 		return 0;
-	return addr == FTRACE_ADDR ? a->caller : a->regs_caller;
+	return a->caller[addr != FTRACE_ADDR];
 }
 
 static unsigned long resolve(unsigned long ip, unsigned long addr, bool create)
@@ -627,9 +586,7 @@ void arch_ftrace_update_trampoline(struct ftrace_ops *ops)
 		return;		/* preset by the owner (direct ops) */
 	if (!usft_opts.ops_trampolines || (ops->flags & FTRACE_OPS_FL_STUB))
 		return;
-	for (obj = usft_objects; obj; obj = obj->next)
-		if (obj->nr_recs)
-			break;
+	obj = usft_main_object();
 	if (!obj)
 		return;
 	w = window_for(obj->text_lo, obj->text_hi);

@@ -14,6 +14,8 @@
 #define USFT_ARM64_ASM_FTRACE_H
 
 #define MCOUNT_INSN_SIZE		4
+/* BL reach (128 MiB, A64_BRANCH_RANGE) less a page: a whole window within it */
+#define ARCH_NEAR_REACH			((128UL << 20) - 4096)
 /* DYNAMIC_FTRACE_WITH_CALL_OPS: the core maintains FTRACE_FL_CALL_OPS */
 #define USFT_HAVE_CALL_OPS		1
 

@@ -14,6 +14,8 @@
 #define USFT_X86_64_ASM_FTRACE_H
 
 #define MCOUNT_INSN_SIZE		5
+/* rel32 reach (2 GiB) less a page: a whole window within it of a text range */
+#define ARCH_NEAR_REACH			((1UL << 31) - 4096)
 #define USFT_HAVE_WITH_REGS		1
 /* fgraph jmp mode: the graph jmp caller's own return (core/fgraph.c) */
 #define ARCH_HAS_FGRAPH_JMP_RET		1
