@@ -718,9 +718,10 @@ static int cmd_stat(int argc, char **argv)
 	 * counters of a real program are */
 	printf("# These are the options and the counters of a fresh runtime, the one inside\n"
 	       "# this usft command, which has traced nothing: its counters are zero. To see\n"
-	       "# a program's own counters, run it with USFT_OPTIONS=stat_at_exit=1 (printed\n"
-	       "# on stderr when it exits; usft record -O stat_at_exit=1 does the same), or\n"
-	       "# call usft_print_stat() in it.\n");
+	       "# a program's own counters: usft stat -P PID while it runs (a process run by\n"
+	       "# usft record or attached with usft attach), USFT_OPTIONS=stat_at_exit=1\n"
+	       "# (printed on stderr when it exits; usft record -O stat_at_exit=1 does the\n"
+	       "# same), or usft_print_stat() called in it.\n");
 	return fflush(stdout) ? USFT_EXIT_FAIL : USFT_EXIT_OK;
 }
 
