@@ -103,8 +103,9 @@ int usft_out_prepare(const char *output, bool follow, struct usft_out *o)
 	}
 	fd = mkstemp(o->tmp);
 	if (fd < 0) {
-		fprintf(stderr, "usft: cannot create the trace file in %s: %s\n", dir,
-			strerror(errno));
+		fprintf(stderr, "usft: cannot create a file in %s: %s (%s is written as a "
+			"temporary file next to it, then renamed: name a file in a directory "
+			"you can write)\n", dir, strerror(errno), output);
 		o->tmp[0] = 0;
 		return -1;
 	}
