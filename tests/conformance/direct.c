@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <usft/fgraph.h>
 #include "test_common.h"
 
 /* ---- trampolines (direct_tramps.S) and their C helpers ------------------ */
@@ -523,6 +524,94 @@ Test(ftrace_direct_tc, regs_direct_tracer_undirect_untracer)
 {
 	run_order(order4, FTRACE_OPS_FL_SAVE_REGS);
 }
+
+/*
+ * ftrace-direct.tc's four orders again with function_graph as the tracer:
+ * an fgraph_ops on dt_f6 counting entries and returns (with the right
+ * return value) while the direct trampoline comes and goes.
+ */
+static atomic_long g_ent, g_ret, g_bad;
+
+static notrace int order_graph_ent(struct ftrace_graph_ent *t, struct fgraph_ops *g,
+				   struct ftrace_regs *f)
+{
+	atomic_fetch_add(&g_ent, 1);
+	return 1;
+}
+
+static notrace void order_graph_ret(struct ftrace_graph_ret *t, struct fgraph_ops *g,
+				    struct ftrace_regs *f)
+{
+	long a = (long)ftrace_regs_get_return_value(f);
+
+	atomic_fetch_add(&g_ret, 1);
+	if (!f || a == 0)
+		atomic_fetch_add(&g_bad, 1);
+}
+
+static void graph_state(const char *when, struct fgraph_ops *g, bool t_on, bool d_on, long *k)
+{
+	long e0 = atomic_load(&g_ent), r0 = atomic_load(&g_ret), a0 = nhits(&hit_a);
+
+	if (!t_on && !d_on)
+		expect_nop5(dt_f6);
+	else if (d_on && !t_on)
+		expect_direct(dt_f6, TA);
+	else	/* a caller (graph jmp mode: a jmp), never the trampoline itself */
+		cr_assert(!tc_is_nop5(dt_f6) && !(tc_is_call(dt_f6) && tc_call_target(dt_f6) == TA),
+			  "%s: the site is a nop or calls the trampoline", when);
+	for (int i = 0; i < 3; i++)
+		CALL6((*k)++);
+	cr_assert_eq(atomic_load(&g_ent) - e0, t_on ? 3 : 0, "%s: %ld graph entries of 3", when,
+		     atomic_load(&g_ent) - e0);
+	cr_assert_eq(atomic_load(&g_ret) - r0, t_on ? 3 : 0, "%s: %ld graph returns of 3", when,
+		     atomic_load(&g_ret) - r0);
+	cr_assert_eq(nhits(&hit_a) - a0, d_on ? 3 : 0, "%s: trampoline hit %ld of 3", when,
+		     nhits(&hit_a) - a0);
+	cr_assert_eq(atomic_load(&g_bad), 0, "%s: a return without its value", when);
+}
+
+static void run_order_graph(const enum step order[4])
+{
+	static const char *const names[] = { "graph on", "direct on", "graph off",
+					      "direct off" };
+	static struct fgraph_ops g = { .entryfunc = order_graph_ent, .retfunc = order_graph_ret };
+	bool t_on = false, d_on = false;
+	long k = 1;
+
+	cr_assert_eq(usft_init(), 0);
+	filter(&g.ops, "dt_f6");
+	filter_ip(&dops, dt_f6);
+	graph_state("start", &g, false, false, &k);
+	for (int i = 0; i < 4; i++) {
+		switch (order[i]) {
+		case TRACER_ON:
+			cr_assert_eq(register_ftrace_graph(&g), 0);
+			t_on = true;
+			break;
+		case DIRECT_ON:
+			cr_assert_eq(register_ftrace_direct(&dops, TA), 0);
+			d_on = true;
+			break;
+		case TRACER_OFF:
+			unregister_ftrace_graph(&g);
+			t_on = false;
+			break;
+		case DIRECT_OFF:
+			cr_assert_eq(unregister_ftrace_direct(&dops, TA, true), 0);
+			d_on = false;
+			break;
+		}
+		graph_state(names[order[i]], &g, t_on, d_on, &k);
+	}
+	cr_assert_eq(tc_stat().nr_enabled, 0);
+	expect_all_nop5();
+}
+
+Test(ftrace_direct_tc, graph_direct_undirect_ungraph) { run_order_graph(order1); }
+Test(ftrace_direct_tc, graph_direct_ungraph_undirect) { run_order_graph(order2); }
+Test(ftrace_direct_tc, direct_graph_ungraph_undirect) { run_order_graph(order3); }
+Test(ftrace_direct_tc, direct_graph_undirect_ungraph) { run_order_graph(order4); }
 
 /* ---- jmp mode ----------------------------------------------------------- */
 

@@ -79,8 +79,13 @@ static void reset_counts(void)
 	atomic_store(&dyn_cnt, 0);
 }
 
-/* trace_selftest_ops(); @flags go on every probe (the kernel runs it per tracer). */
-static void selftest_ops(unsigned long flags)
+/*
+ * trace_selftest_ops(); @flags go on every probe (the kernel runs it per
+ * tracer).  @global_live: the second pass, with the global ops (filtered to
+ * cf_ops_func1 through ftrace_set_global_filter()) registered alongside, so
+ * cf_ops_func1 stays patched when the probes are gone.
+ */
+static void selftest_ops_pass(unsigned long flags, bool global_live)
 {
 	struct ftrace_ops *dyn_ops;
 
@@ -139,7 +144,10 @@ static void selftest_ops(unsigned long flags)
 	cr_assert_eq(unregister_ftrace_function(&test_probe1), 0);
 	cr_assert_eq(unregister_ftrace_function(&test_probe2), 0);
 	cr_assert_eq(unregister_ftrace_function(&test_probe3), 0);
-	expect_nop5(cf_ops_func1);
+	if (global_live)
+		expect_call(cf_ops_func1);
+	else
+		expect_nop5(cf_ops_func1);
 	expect_nop5(cf_ops_func2);
 
 	/* Make sure everything is off */
@@ -150,6 +158,45 @@ static void selftest_ops(unsigned long flags)
 	cf_ops_other1(0);
 	expect_counts(0, 0, 0, "after unregistering all");
 	cr_assert_eq(atomic_load(&dyn_cnt), 0);
+}
+
+static void selftest_ops(unsigned long flags)
+{
+	selftest_ops_pass(flags, false);
+}
+
+static atomic_long global_cnt;
+
+static notrace void global_func(unsigned long ip, unsigned long pip,
+				struct ftrace_ops *op, struct ftrace_regs *fregs)
+{
+	atomic_fetch_add(&global_cnt, 1);
+}
+
+/*
+ * The kernel's second trace_selftest_ops() pass
+ * (trace_selftest_startup_dynamic_tracing() with cnt 2): the function
+ * tracer's global ops, filtered with ftrace_set_global_filter(), counts
+ * alongside the probes and must be called; the probes' counts are those of
+ * the first pass.
+ */
+Test(trace_selftest_ops, second_pass_with_the_global_ops)
+{
+	static struct ftrace_ops global = { .func = global_func };
+
+	selftest_ops(0);	/* first pass */
+	ftrace_ops_set_global_filter(&global);
+	errno = 0;
+	ftrace_set_global_filter((unsigned char *)"cf_ops_func1", -1, 1);
+	cr_assert_eq(errno, 0);
+	cr_assert_eq(register_ftrace_function(&global), 0);
+	selftest_ops_pass(0, true);
+	/* cf_ops_func1 ran 5 times in the pass; nothing else reaches the global ops */
+	cr_assert_eq(atomic_load(&global_cnt), 5, "global ops called %ld times",
+		     atomic_load(&global_cnt));
+	cr_assert_eq(unregister_ftrace_function(&global), 0);
+	ftrace_set_global_filter(NULL, 0, 1);
+	expect_nop5(cf_ops_func1);
 }
 
 Test(trace_selftest_ops, counting_matrix)
