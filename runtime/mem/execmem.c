@@ -177,21 +177,56 @@ out:
 
 /* ---- reclaim scans ----------------------------------------------------- */
 
-#define SCAN_MAX	4096
 #define SCAN_TRIES	3
-static unsigned long scan_pc[SCAN_MAX];
+/*
+ * The pcs the handlers report, sized for the process's threads before each
+ * scan.  A handler stopped in a debugger may still write into an earlier
+ * array, so a replaced one is never freed (they double).
+ */
+struct scan_pcs {
+	int cap;
+	unsigned long v[];
+};
+static struct scan_pcs *scan_pc;
+static unsigned long *blocked_pc;	/* read by this thread only */
+static int blocked_cap;
 static int scan_n, scan_dirty;
 
 /* rendezvous handler: where was this thread? */
 static void scan_thread(ucontext_t *uc, void *arg)
 {
+	struct scan_pcs *p = __atomic_load_n(&scan_pc, __ATOMIC_ACQUIRE);
 	int i = __atomic_fetch_add(&scan_n, 1, __ATOMIC_RELAXED);
 
 	(void)arg;
-	if (i < SCAN_MAX && !usft_task.tramp_irq)
-		__atomic_store_n(&scan_pc[i], usft_uc_pc(uc), __ATOMIC_RELAXED);
+	if (p && i < p->cap && !usft_task.tramp_irq)
+		__atomic_store_n(&p->v[i], usft_uc_pc(uc), __ATOMIC_RELAXED);
 	else
 		__atomic_store_n(&scan_dirty, 1, __ATOMIC_RELAXED);
+}
+
+/* room for the pcs of every thread (and some created meanwhile) */
+static int scan_reserve(void)
+{
+	int n = usft_nr_threads(), cap = 2 * (n > 0 ? n : 1) + 64;
+
+	if (!scan_pc || scan_pc->cap < cap) {
+		struct scan_pcs *p = calloc(1, sizeof(*p) + cap * sizeof(p->v[0]));
+
+		if (!p)
+			return -ENOMEM;
+		p->cap = cap;
+		__atomic_store_n(&scan_pc, p, __ATOMIC_RELEASE);	/* the old one stays */
+	}
+	if (blocked_cap < cap) {
+		unsigned long *b = realloc(blocked_pc, cap * sizeof(*b));
+
+		if (!b)
+			return -ENOMEM;
+		blocked_pc = b;
+		blocked_cap = cap;
+	}
+	return 0;
 }
 
 static bool in_any_window(unsigned long pc)
@@ -205,22 +240,23 @@ static bool in_any_window(unsigned long pc)
 /* execmem_lock held.  Return: true when every freed chunk is safe now. */
 static bool reclaim_scan(void)
 {
-	static unsigned long blocked_pc[SCAN_MAX];
-
 	for (int t = 0; t < SCAN_TRIES; t++) {
 		bool dirty;
 		int n, nb;
 
+		if (scan_reserve())
+			return false;	/* cannot tell: not clean */
+
 		__atomic_store_n(&scan_n, 0, __ATOMIC_RELAXED);
 		__atomic_store_n(&scan_dirty, 0, __ATOMIC_RELAXED);
 		/* the handlers' stores are ordered before their acks */
-		dirty = usft_threads_scan(scan_thread, NULL, usft_any_pc, blocked_pc, SCAN_MAX,
+		dirty = usft_threads_scan(scan_thread, NULL, usft_any_pc, blocked_pc, blocked_cap,
 					  &nb) != 0 ||
 			usft_task.tramp_irq;
 		dirty |= __atomic_load_n(&scan_dirty, __ATOMIC_RELAXED);
 		n = __atomic_load_n(&scan_n, __ATOMIC_RELAXED);
-		for (int i = 0; !dirty && i < n && i < SCAN_MAX; i++)
-			dirty = in_any_window(__atomic_load_n(&scan_pc[i], __ATOMIC_RELAXED));
+		for (int i = 0; !dirty && i < n && i < scan_pc->cap; i++)
+			dirty = in_any_window(__atomic_load_n(&scan_pc->v[i], __ATOMIC_RELAXED));
 		/*
 		 * A thread that blocks the signal counts where it waits in a
 		 * system call; running (or inside a handler on its way out) it

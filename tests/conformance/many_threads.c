@@ -173,6 +173,18 @@ Test(tasks_rcu, reclaim_scan_sees_more_than_4096_threads, .timeout = 120)
 	cr_expect_eq(reused, 0, "trampoline memory was reused %u times while a thread ran in it",
 		     reused);
 	usft_free_trampoline(spin, sizeof(spin_code));
+	/* with no thread in trampoline memory, scans come out clean: memory is reused again */
+	reused = 0;
+	for (int i = 0; i < NR_CHUNKS && !reused; i++) {
+		void *p = usft_alloc_trampoline(spin_code, sizeof(spin_code), 0);
+
+		cr_assert_not_null(p, "chunk %d: %s", i, strerror(errno));
+		for (int k = 0; k < NR_CHUNKS && !reused; k++)
+			reused = addr[k] == (unsigned long)p;
+		usft_free_trampoline(p, sizeof(spin_code));
+	}
+	cr_expect(reused, "no scan came out clean with %d threads: freed trampoline memory is "
+		  "never reused", NR_PARKED + 1);
 	release_threads();
 	unregister_ftrace_function(&mt_ops);
 	ftrace_free_filter(&mt_ops);
