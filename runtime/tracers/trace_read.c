@@ -44,6 +44,43 @@ static int read_full(int fd, void *buf, size_t len)
 	return 2;	/* complete */
 }
 
+/*
+ * @size payload bytes into *buf (grown as needed, + 8 for the NUL ending
+ * text payloads).  From a pipe a chunk's size is not checked against the
+ * file: the buffer grows only as bytes arrive (1 MiB steps), so a header
+ * claiming 1 TiB costs what the stream really holds.
+ * Return: 2 complete, 1 short (the input ended), -errno.
+ */
+static int read_payload(int fd, char **buf, size_t *cap, uint64_t size)
+{
+	uint64_t done = 0;
+
+	do {
+		uint64_t want = size - done < (1U << 20) ? size - done : (1U << 20);
+		int r;
+
+		if (!*buf || done + want > *cap) {
+			size_t ncap = *cap ? *cap : 4096;
+			char *p;
+
+			while (ncap < done + want)
+				ncap *= 2;
+			if (ncap > size)
+				ncap = (size_t)size;
+			p = realloc(*buf, ncap + 8);
+			if (!p)
+				return -ENOMEM;
+			*buf = p;
+			*cap = ncap;
+		}
+		r = want ? read_full(fd, *buf + done, (size_t)want) : 2;
+		if (r != 2)
+			return r < 0 ? r : 1;
+		done += want;
+	} while (done < size);
+	return 2;
+}
+
 static void session_set(struct usft_rsession *s, const char *key, size_t klen,
 			const char *val, size_t vlen)
 {
@@ -419,18 +456,7 @@ int usft_trace_read_fd(int fd, struct usft_trace *t, bool load_events)
 				t->truncated = true;
 			break;
 		}
-		if (!buf || h.size > cap) {
-			/* + 8: room for the NUL that ends text payloads */
-			char *p = realloc(buf, h.size + 8);
-
-			if (!p) {
-				ret = -ENOMEM;
-				break;
-			}
-			buf = p;
-			cap = h.size;
-		}
-		r = h.size ? read_full(fd, buf, h.size) : 2;
+		r = read_payload(fd, &buf, &cap, h.size);
 		if (r < 0) {
 			ret = r;
 			break;
