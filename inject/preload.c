@@ -48,6 +48,7 @@
 #include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <ucontext.h>
 #include <unistd.h>
 #include <unwind.h>
 #include <usft/fgraph.h>
@@ -939,6 +940,35 @@ EXPORT int backtrace(void **buffer, int size)
 	n = real(buffer, size);
 	usft_fgraph_unwind_end(MY_RETURN_SLOT());
 	return n;
+}
+
+/*
+ * Coroutines: each context has its own shadow stack (function_graph).  The
+ * real swapcontext() saves the context inside this wrapper, so whatever
+ * resumes it later (another swapcontext(), setcontext(), a uc_link at the
+ * end of a makecontext() function) comes back here, and the context's
+ * shadow stack is taken up again.  setcontext() needs no wrapper: the
+ * context it leaves is gone, as with longjmp(), and the one it enters was
+ * parked here or is found by its frames (core/fgraph.c).
+ */
+EXPORT int swapcontext(ucontext_t *oucp, const ucontext_t *ucp)
+{
+	static int (*real)(ucontext_t *, const ucontext_t *);
+	void *h;
+	int ret, saved;
+
+	if (!real)
+		real = (int (*)(ucontext_t *, const ucontext_t *))next_sym("swapcontext");
+	if (!real) {
+		errno = ENOSYS;
+		return -1;
+	}
+	h = usft_fgraph_context_save();
+	ret = real(oucp, ucp);
+	saved = errno;
+	usft_fgraph_context_resume(h);
+	errno = saved;
+	return ret;
 }
 
 /* glibc's pthread_exit() also calls the unwinder through a private pointer */

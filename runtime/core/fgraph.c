@@ -47,6 +47,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 #include <usft/fgraph.h>
 #include "core/internal.h"
 #include "core/arch.h"
@@ -266,6 +267,14 @@ struct fgraph_frame {
 	((unsigned int)(frame) << 8 | (unsigned int)(idx) << 1 | (may_reserve))
 #define FGRAPH_CTX_NONE		(~0U)
 
+/* a frame left without returning: where its return would go, kept a while */
+struct fgraph_limbo {
+	unsigned long retp;	/* 0: empty */
+	unsigned long ret;
+};
+
+#define FGRAPH_LIMBO	64
+
 struct fgraph_task {
 	struct fgraph_frame *frames;
 	unsigned long *data;	/* FGRAPH_DATA_WORDS, after the frames */
@@ -275,6 +284,10 @@ struct fgraph_task {
 	int claiming;
 	unsigned int overrun;
 	unsigned int data_ctx;	/* FGRAPH_CTX() or FGRAPH_CTX_NONE */
+	int base;		/* depth of frames[0]: a coroutine's stack starts where it was entered */
+	int next_base;		/* base of the next stack claimed (after a context switch) */
+	unsigned int limbo_next;
+	struct fgraph_limbo limbo[FGRAPH_LIMBO];
 };
 
 static __thread struct fgraph_task fgraph_task __attribute__((tls_model("initial-exec")));
@@ -298,6 +311,12 @@ static unsigned int fgraph_next_idx;
 static int fgraph_nr_ops;
 static pthread_mutex_t fgraph_lock = PTHREAD_MUTEX_INITIALIZER;
 static unsigned long fgraph_no_stack;	/* threads that found the pool full */
+/* stacks of contexts switched away from (swapcontext()): no thread's now */
+static unsigned long fgraph_parked_map[FGRAPH_MAX_TASKS / 64];
+static struct {
+	int top, base;
+} fgraph_parked[FGRAPH_MAX_TASKS];
+static int fgraph_limbo_noted;
 
 static void fgraph_release_stack(void *p)
 {
@@ -324,8 +343,11 @@ static void fgraph_atfork_child(void)
 {
 	struct fgraph_task *t = &fgraph_task;
 
-	/* only this thread exists in the child: its stack stays, the rest is free */
-	memset(fgraph_pool_map, 0, sizeof(fgraph_pool_map));
+	/*
+	 * Only this thread exists in the child: its stack and those of parked
+	 * contexts (process memory, the child may resume them) stay.
+	 */
+	memcpy(fgraph_pool_map, fgraph_parked_map, sizeof(fgraph_pool_map));
 	if (t->frames && t->slot >= 0)
 		fgraph_pool_map[t->slot / 64] |= 1UL << (t->slot % 64);
 	pthread_mutex_init(&fgraph_lock, NULL);
@@ -376,6 +398,7 @@ static __attribute__((noinline)) int fgraph_claim_stack(struct fgraph_task *t)
 		if (!(__atomic_fetch_or(&fgraph_pool_map[s / 64], bit, __ATOMIC_ACQUIRE) & bit)) {
 			t->slot = (int)s;
 			t->top = 0;
+			t->base = t->next_base;
 			t->frames = (struct fgraph_frame *)(pool + (size_t)s * FGRAPH_STACK_BYTES);
 			t->data = (unsigned long *)((char *)t->frames + FGRAPH_FRAMES_BYTES);
 			t->data_ctx = FGRAPH_CTX_NONE;
@@ -457,11 +480,18 @@ static void fgraph_frame_gone(struct fgraph_task *t, const struct fgraph_frame *
 	struct ftrace_graph_ret trace;
 	unsigned int mask = f->mask, ctx;
 
+	if (f->flags & FRAME_HOOKED) {
+		/* its slot may still hold the hook: a stack switch usft did not see */
+		struct fgraph_limbo *l = &t->limbo[t->limbo_next++ % FGRAPH_LIMBO];
+
+		l->ret = f->ret;
+		l->retp = f->retp;
+	}
 	if (!mask)
 		return;
 	trace.func = f->func;
 	trace.retval = 0;
-	trace.depth = depth;
+	trace.depth = t->base + depth;
 	trace.overrun = t->overrun;
 	trace.calltime = f->calltime;
 	trace.rettime = now;
@@ -512,7 +542,7 @@ static __attribute__((noinline)) int fgraph_entry_slow(struct fgraph_task *t,
 		if (f && f->retp == id && f->func == ip &&
 		    (f->flags & FRAME_HOOKED) && !(f->mask & (1U << gops->idx))) {
 			trace.func = ip;
-			trace.depth = top - 1;
+			trace.depth = t->base + top - 1;
 			trace.calltime = f->calltime;
 			barrier();
 			t->busy = 0;
@@ -596,7 +626,7 @@ static void fgraph_entry_func(unsigned long ip, unsigned long parent_ip,
 	 */
 	t->busy = 0;
 	trace.func = ip;
-	trace.depth = top;
+	trace.depth = t->base + top;
 	trace.calltime = now;
 	if (gops->entryfunc && !fgraph_call_entry(t, gops, &trace, fregs, top)) {
 		t->busy = 1;
@@ -622,6 +652,96 @@ static __attribute__((noreturn, cold)) void fgraph_lost_return(unsigned long ret
 {
 	pr_err("usft: fgraph: no shadow stack frame for return slot %#lx; cannot return\n", retp);
 	abort();
+}
+
+/* give this thread's stack back; its frames never return (called busy) */
+static void fgraph_drop_stack(struct fgraph_task *t, unsigned long long now)
+{
+	int slot = t->slot;
+
+	while (t->top > 0) {
+		t->top--;
+		fgraph_frame_gone(t, &t->frames[t->top], t->top, now);
+	}
+	t->frames = NULL;
+	t->slot = -1;
+	if (slot >= 0)
+		__atomic_fetch_and(&fgraph_pool_map[slot / 64], ~(1UL << (slot % 64)),
+				   __ATOMIC_RELEASE);
+}
+
+/* take parked stack @s as this thread's; Return: false if someone else did */
+static bool fgraph_adopt(struct fgraph_task *t, int s)
+{
+	unsigned long bit = 1UL << (s % 64);
+
+	if (!(__atomic_fetch_and(&fgraph_parked_map[s / 64], ~bit, __ATOMIC_ACQUIRE) & bit))
+		return false;
+	t->slot = s;
+	t->frames = (struct fgraph_frame *)(fgraph_pool + (size_t)s * FGRAPH_STACK_BYTES);
+	t->data = (unsigned long *)((char *)t->frames + FGRAPH_FRAMES_BYTES);
+	t->data_ctx = FGRAPH_CTX_NONE;
+	t->top = fgraph_parked[s].top;
+	t->base = fgraph_parked[s].base;
+	return true;
+}
+
+/*
+ * A return through a slot no frame of this thread's stack owns: the
+ * program switched stacks without swapcontext() (a coroutine library's own
+ * assembly, glibc's setcontext() to a context another switch parked).
+ * First, a parked context whose stack has that frame: the thread is in it
+ * now (its own stack is dropped).  Else a frame this thread gave up as
+ * gone, whose slot still held the hook: it returns, untraced (noted once).
+ * Return: true with *@ret set for a limbo return, false when the thread's
+ * stack is now the right one.  Never returns when the frame is nowhere.
+ */
+static __attribute__((noinline, cold)) bool fgraph_lost_frame(struct fgraph_task *t,
+							      unsigned long retp,
+							      unsigned long long now,
+							      unsigned long *ret)
+{
+	static const char note[] = "usft: fgraph: a stack switch usft does not see "
+		"(not swapcontext(): hand-written, a coroutine library's own?) cut frames "
+		"off; they return untraced\n";
+
+	for (int w = 0; w < FGRAPH_MAX_TASKS / 64; w++) {
+		unsigned long m = __atomic_load_n(&fgraph_parked_map[w], __ATOMIC_ACQUIRE);
+
+		while (m) {
+			int s = w * 64 + __builtin_ctzl(m);
+			const struct fgraph_frame *fr = (const struct fgraph_frame *)
+				(fgraph_pool + (size_t)s * FGRAPH_STACK_BYTES);
+
+			m &= m - 1;
+			for (int i = READ_ONCE(fgraph_parked[s].top) - 1; i >= 0; i--) {
+				if (fr[i].retp != retp)
+					continue;
+				if (t->frames)
+					fgraph_drop_stack(t, now);
+				if (fgraph_adopt(t, s))
+					return false;
+				break;
+			}
+		}
+	}
+	for (unsigned int k = 0; k < FGRAPH_LIMBO; k++) {
+		struct fgraph_limbo *l = &t->limbo[(t->limbo_next - 1 - k) % FGRAPH_LIMBO];
+
+		if (l->retp != retp)
+			continue;
+		l->retp = 0;	/* a tail-call pair: the outer frame is next */
+		*ret = l->ret;
+		if (!__atomic_exchange_n(&fgraph_limbo_noted, 1, __ATOMIC_RELAXED)) {
+			int saved = errno;
+			ssize_t n = write(2, note, sizeof(note) - 1);
+
+			(void)n;
+			errno = saved;
+		}
+		return true;
+	}
+	fgraph_lost_return(retp);
 }
 
 /*
@@ -650,14 +770,21 @@ unsigned long fgraph_return_to_handler(struct ftrace_regs *fregs)
 	retp = arch_fgraph_return_id(fregs);
 	t->busy++;
 	barrier();
+again:
 	top = t->top;
 	i = top - 1;
 	if (unlikely(i < 0 || t->frames[i].retp != retp)) {
 		for (; i >= 0; i--)
 			if (t->frames[i].retp == retp)
 				break;
-		if (unlikely(i < 0))
-			fgraph_lost_return(retp);
+		if (unlikely(i < 0)) {
+			if (!fgraph_lost_frame(t, retp, now, &ret))
+				goto again;
+			barrier();
+			t->busy--;
+			usft_span_exit();
+			return ret;
+		}
 		/* frames above the one returning were left without a return */
 		while (--top > i) {
 			t->top = top;
@@ -682,7 +809,7 @@ unsigned long fgraph_return_to_handler(struct ftrace_regs *fregs)
 		unsigned int ctx = t->data_ctx;
 
 		trace.retval = ftrace_regs_get_return_value(fregs);
-		trace.depth = i;
+		trace.depth = t->base + i;
 		trace.overrun = t->overrun;
 		trace.rettime = now;
 		trace.flags = 0;
@@ -842,6 +969,57 @@ USFT_API void usft_fgraph_unwind_end(unsigned long sp)
 			f->flags |= FRAME_HOOKED;
 		}
 	}
+	barrier();
+	t->busy--;
+}
+
+/* ---- context switches (swapcontext) ------------------------------------ */
+
+/*
+ * Each context has its own shadow stack.  Before a switch the current one
+ * is parked (the handle names it); back in that context, whoever switched
+ * to it, it is taken again, and the stack of the context that ran until
+ * now is dropped if it is still this thread's (that context ended: its
+ * function returned to uc_link, or it was left with setcontext()).  A new
+ * context's first traced call claims a fresh stack whose depths continue
+ * from the frames that switched to it.
+ */
+USFT_API void *usft_fgraph_context_save(void)
+{
+	struct fgraph_task *t = &fgraph_task;
+	int s = t->slot;
+
+	if (!t->frames || s < 0) {
+		t->next_base = t->frames ? t->base + t->top : 0;
+		return NULL;
+	}
+	t->busy++;
+	barrier();
+	fgraph_parked[s].top = t->top;
+	fgraph_parked[s].base = t->base;
+	__atomic_fetch_or(&fgraph_parked_map[s / 64], 1UL << (s % 64), __ATOMIC_RELEASE);
+	t->next_base = t->base + t->top;
+	t->frames = NULL;
+	t->top = 0;
+	t->slot = -1;
+	barrier();
+	t->busy--;
+	return (void *)(uintptr_t)(s + 1);
+}
+
+USFT_API void usft_fgraph_context_resume(void *handle)
+{
+	struct fgraph_task *t = &fgraph_task;
+	uintptr_t h = (uintptr_t)handle;
+
+	t->busy++;
+	barrier();
+	/* a return that found the parked frames first has taken the stack already */
+	if (t->frames && (!h || t->slot != (int)(h - 1)))
+		fgraph_drop_stack(t, trace_clock_local());
+	if (!t->frames && h && h <= FGRAPH_MAX_TASKS)
+		fgraph_adopt(t, (int)(h - 1));
+	t->next_base = 0;
 	barrier();
 	t->busy--;
 }

@@ -123,6 +123,31 @@ static void close_open(FILE *out, bool *first, struct usft_trace *t, struct jthr
 	}
 }
 
+/*
+ * A return of the frame open at (@ip, @depth), not the innermost one: the
+ * frames above it ran in another context (a coroutine switched away and
+ * still suspended, or left for good): they end here, marked so.
+ * Return: false when no open frame is that one.
+ */
+static bool close_to(FILE *out, bool *first, struct usft_trace *t, struct jthread *j,
+		     const struct usft_revent *e, uint64_t ip, unsigned int depth)
+{
+	unsigned int k = j->depth;
+
+	while (k && (j->ip[k - 1] != ip || j->d[k - 1] != depth))
+		k--;
+	if (!k)
+		return false;
+	while (j->depth > k) {
+		j->depth--;
+		ev_head(out, first, "E", t, e->sess, e->tid, e->ts);
+		fputs(",\"cat\":\"function_graph\",\"name\":", out);
+		json_name(out, t, e->sess, e->epoch, j->ip[j->depth]);
+		fputs(",\"args\":{\"switched\":true}}", out);
+	}
+	return true;
+}
+
 int usft_print_json(FILE *out, struct usft_trace *t, unsigned int flags)
 {
 	const char *tracer = usft_trace_tracer(t);
@@ -187,7 +212,7 @@ int usft_print_json(FILE *out, struct usft_trace *t, unsigned int flags)
 		case EV_GRAPH_RET:
 		case EV_GRAPH_GONE:
 			/* close only what is open, innermost first */
-			if (!j->depth || j->ip[j->depth - 1] != ip || j->d[j->depth - 1] != depth)
+			if (!close_to(out, &first, t, j, e, ip, depth))
 				break;
 			j->depth--;
 			ev_head(out, &first, "E", t, e->sess, e->tid, e->ts);

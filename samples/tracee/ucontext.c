@@ -6,6 +6,8 @@
  * through uc_link (glibc's own setcontext, not the program's call).
  * "asm": a stack switch by hand-written assembly that no wrapper sees;
  * usft may lose those frames but must not stop the program.
+ * "churn": 5000 short coroutines one after another, each yields once and
+ * returns (their shadow stacks must come back).
  */
 #include <stdio.h>
 #include <string.h>
@@ -92,10 +94,33 @@ TRACEE void hand_switch(char *stack, size_t size)
 	KEEP();
 }
 
+TRACEE void short_body(int i)
+{
+	co_leaf(i);
+	swapcontext(&co_ctx, &main_ctx);
+}
+
+static int churn(char *stack, size_t size)
+{
+	for (int i = 0; i < 5000; i++) {
+		getcontext(&co_ctx);
+		co_ctx.uc_link = &main_ctx;
+		co_ctx.uc_stack.ss_sp = stack;
+		co_ctx.uc_stack.ss_size = size;
+		makecontext(&co_ctx, (void (*)(void))short_body, 1, i);
+		resume();
+		resume();
+	}
+	printf("churn done\n");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	char stack[64 * 1024];
 
+	if (argc > 1 && !strcmp(argv[1], "churn"))
+		return churn(stack, sizeof(stack));
 	if (argc > 1 && !strcmp(argv[1], "asm")) {
 		hand_switch(stack, sizeof(stack));
 		printf("other stack: %d, after: %d\n", on_other, after(2));

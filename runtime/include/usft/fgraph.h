@@ -187,6 +187,23 @@ USFT_API void usft_fgraph_unwind_begin(void);
 USFT_API void usft_fgraph_unwind_end(unsigned long sp);
 
 /**
+ * usft_fgraph_context_save() - the calling thread is about to switch to
+ * another context (swapcontext()): park the shadow stack of the current one.
+ * The next context gets a stack of its own; its depths continue from here.
+ * Async-signal-safe.
+ * Return: a handle for usft_fgraph_context_resume(), NULL: nothing parked.
+ */
+USFT_API void *usft_fgraph_context_save(void);
+
+/**
+ * usft_fgraph_context_resume() - back in the context that @handle parked
+ * (on any thread): its shadow stack is this thread's again, and the stack
+ * of the context that ran until now, if still this thread's, is dropped
+ * (its frames get FGRAPH_RET_UNWOUND: that context ended).
+ */
+USFT_API void usft_fgraph_context_resume(void *handle);
+
+/**
  * usft_trace_clock() - the clock of the tracers and of calltime/rettime:
  * nanoseconds on the CLOCK_MONOTONIC time line.  Reads the CPU's invariant
  * cycle counter scaled by a factor calibrated against CLOCK_MONOTONIC at
