@@ -85,7 +85,7 @@ static int ctl_connect(pid_t pid, uid_t uid)
 
 	target_xdg(pid, xdg, sizeof(xdg));
 	if (xdg[0])
-		snprintf(dirs[nd++], PATH_MAX, "%s/usft", xdg);
+		snprintf(dirs[nd++], PATH_MAX, "%.4000s/usft", xdg);
 	if (own && own[0] == '/')
 		snprintf(dirs[nd++], PATH_MAX, "%s/usft", own);
 	snprintf(dirs[nd++], PATH_MAX, "/run/usft");
