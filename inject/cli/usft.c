@@ -651,7 +651,11 @@ static int cmd_report(int argc, char **argv)
 	}
 	if (r) {
 		fprintf(stderr, "usft: %s: %s\n", input,
-			r == -EINVAL ? "not a usft trace file" : strerror(-r));
+			r == -EINVAL ? "not a usft trace file (or a damaged one); usft record "
+				       "-o FILE PROG writes one" :
+			r == -ENOENT ? "No such file or directory (usft record writes usft.dat "
+				       "in the current directory unless -o FILE says where)" :
+			strerror(-r));
 		return USFT_EXIT_FAIL;
 	}
 	/* OUT replaced only once complete, as record's FILE (output.c) */

@@ -516,11 +516,16 @@ def case_messages():
           "record --bogus: %r" % err)
     rc, _, err = usft("report", "-i")
     check(rc == 2 and "option '-i' needs a value" in err, "report -i: %r" % err)
+    rc, _, err = usft("report", "-i", os.path.join(ARGS.work, "nothing-here.dat"))
+    check(rc == 1 and "unless -o FILE says where" in err, "report of a missing file: %r" % err)
     notelf = os.path.join(ARGS.work, "notes.txt")
     with open(notelf, "w") as f:
         f.write("not a program\n")
     rc, _, err = usft("list", "-f", notelf)
     check(rc == 1 and "is not an ELF program" in err, "list of a text file: %r" % err)
+    rc, _, err = usft("report", "-i", notelf)
+    check(rc == 1 and "not a usft trace file" in err and "usft record -o FILE PROG" in err,
+          "report of a text file: %r" % err)
     # usft stat alone: a fresh runtime's zeros, and where a program's counters are
     rc, out, _ = usft("stat")
     check(rc == 0 and "fresh runtime" in out and "stat_at_exit=1" in out, "stat: %r" % out)
