@@ -53,7 +53,7 @@ static notrace int probe_entry(struct fprobe *fp, unsigned long ip, unsigned lon
 		if (!data)
 			atomic_fetch_add(&p->bad, 1);
 		else
-			*(long *)data = arg * 1000 + (long)(ip & 0xfff);
+			*(long *)data = arg * 4096 + (long)(ip & 0xfff);
 	}
 	return arg == p->skip_arg;
 }
@@ -68,7 +68,7 @@ static notrace void probe_exit(struct fprobe *fp, unsigned long ip, unsigned lon
 	if (ip != p->last_ip || ret_ip != p->last_ret_ip)
 		atomic_fetch_add(&p->bad, 1);
 	if (fp->entry_data_size >= sizeof(long) &&
-	    (!data || (*(long *)data) % 1000 != (long)(ip & 0xfff)))
+	    (!data || ((*(long *)data) & 0xfff) != (long)(ip & 0xfff)))
 		atomic_fetch_add(&p->bad, 1);
 }
 
