@@ -17,6 +17,21 @@
 #include "core/internal.h"
 #include "asm/ftrace.h"
 
+/*
+ * kernel ftrace_ops_test(): an ops wanting regs is skipped when called
+ * without them; only on WITH_REGS archs (USFT_HAVE_WITH_REGS) (arm64 has WITH_ARGS only and
+ * never has pt_regs).
+ */
+static inline bool ftrace_ops_wants_regs(const struct ftrace_ops *op)
+{
+#ifdef USFT_HAVE_WITH_REGS
+	return op->flags & FTRACE_OPS_FL_SAVE_REGS;
+#else
+	(void)op;
+	return false;
+#endif
+}
+
 /* Templates in arch assembly; never executed in place. */
 extern const char ftrace_caller[], ftrace_regs_caller[];
 #define FTRACE_ADDR		((unsigned long)ftrace_caller)

@@ -34,10 +34,6 @@ ftrace_func_t ftrace_trace_function = ftrace_stub;
 static ftrace_func_t saved_ftrace_func;
 static struct ftrace_ops *removed_ops;
 static void ftrace_list_rebuild(void);
-struct ftrace_callsite;
-static void ftrace_callsite_rebuild(struct ftrace_callsite *cs);
-static void ftrace_callsite_rebuild_all(void);
-static void ftrace_callsite_release(unsigned long lo, unsigned long hi);
 /*
  * kernel global_ops: the ops of the top-level function tracer whose hashes
  * ftrace_set_global_filter()/_notrace() edit and which every ops given
@@ -320,14 +316,6 @@ static bool is_core_data(const void *p)
 }
 
 /* ---- hashes and records --------------------------------------------- */
-
-static bool hash_contains_ip(unsigned long ip, struct ftrace_ops_hash *hash)
-{
-	return (ftrace_hash_empty(hash->filter_hash) ||
-		__ftrace_lookup_ip(hash->filter_hash, ip)) &&
-	       (ftrace_hash_empty(hash->notrace_hash) ||
-		!__ftrace_lookup_ip(hash->notrace_hash, ip));
-}
 
 static inline bool skip_record(struct dyn_ftrace *rec)
 {
@@ -1344,38 +1332,11 @@ void ftrace_object_release_hashes(struct usft_object *obj)
  * ftrace_ops_list_func() walks the same ops, in the same order and with the
  * same tests as the kernel's do_for_each_ftrace_op(), but over a compact
  * array rebuilt (and published RCU-style) whenever the ops list or any
- * ops' hashes change.  Each entry carries what the test needs, so a walk
- * touches one cache line per ops instead of chasing op->next, op->func_hash
- * and two hash headers (userspace difference, docs/design.md).
+ * ops' hashes change (struct list_snap, core/internal.h).  Each entry
+ * carries what the test needs, so a walk touches one cache line per ops
+ * instead of chasing op->next, op->func_hash and two hash headers
+ * (userspace difference, docs/design.md).
  */
-struct list_ent {
-	struct ftrace_func_entry **filter;	/* NULL: the filter is empty */
-	struct ftrace_func_entry **ntrace;	/* notrace; NULL: nothing excluded */
-	unsigned char filter_bits, ntrace_bits;
-	bool save_regs;
-	struct ftrace_ops *op;
-};
-
-/*
- * kernel ftrace_ops_test(): an ops wanting regs is skipped when called
- * without them; only on WITH_REGS archs (arm64 has WITH_ARGS only and
- * never has pt_regs).
- */
-static inline bool ftrace_ops_wants_regs(const struct ftrace_ops *op)
-{
-#ifdef USFT_HAVE_WITH_REGS
-	return op->flags & FTRACE_OPS_FL_SAVE_REGS;
-#else
-	(void)op;
-	return false;
-#endif
-}
-
-struct list_snap {
-	unsigned int nr;
-	struct list_ent ent[];
-};
-
 static struct list_snap empty_snap = { .nr = 0 };
 static struct list_snap *list_snap = &empty_snap;
 
@@ -1390,7 +1351,7 @@ static void fill_hash(struct ftrace_hash *h, struct ftrace_func_entry ***b, unsi
 	}
 }
 
-static void free_snap(void *p)
+void ftrace_free_snap(void *p)
 {
 	free(p);
 }
@@ -1416,7 +1377,7 @@ static void ftrace_list_rebuild(void)
 		old = list_snap;
 		smp_store_release(&list_snap, NULL);
 		if (old && old != &empty_snap)
-			usft_call_rcu_tasks(free_snap, old);
+			usft_call_rcu_tasks(ftrace_free_snap, old);
 		if (usft_opts.per_callsite_ops)
 			ftrace_callsite_rebuild_all();
 		return;
@@ -1436,111 +1397,9 @@ static void ftrace_list_rebuild(void)
 	old = list_snap;
 	smp_store_release(&list_snap, snap);
 	if (old && old != &empty_snap)
-		usft_call_rcu_tasks(free_snap, old);
+		usft_call_rcu_tasks(ftrace_free_snap, old);
 	if (usft_opts.per_callsite_ops)
 		ftrace_callsite_rebuild_all();
-}
-
-/* ---- per-callsite ops (beyond the kernel; docs/per-callsite-ops.md) ---- */
-
-/*
- * With per_callsite_ops=1 a site that is not served by a lone direct
- * trampoline or a per-ops trampoline calls its own copy of the caller, whose
- * "ops" is its struct ftrace_callsite: the callback walks only the ops that
- * select this site (computed here whenever the list or a hash changes),
- * so a call pays nothing for unrelated ops.  Same tests, order and
- * recursion protection as ftrace_ops_list_func().
- */
-char ftrace_callsite_token[4] __attribute__((aligned(8)));	/* even addresses: bit 0 is the jmp bit */
-
-#define CALLSITE_BITS 12
-static struct ftrace_callsite *callsites[1 << CALLSITE_BITS];
-static unsigned long nr_callsites, callsite_bytes;
-
-struct ftrace_callsite *ftrace_callsite_get(unsigned long ip)
-{
-	unsigned long key = ftrace_hash_key(ip, CALLSITE_BITS);
-	struct ftrace_callsite *cs;
-
-	for (cs = callsites[key]; cs; cs = cs->hnext)
-		if (cs->ip == ip)
-			return cs;
-	cs = calloc(1, sizeof(*cs));
-	if (!cs)
-		return NULL;
-	cs->ip = ip;
-	cs->snap = &empty_snap;
-	cs->hnext = callsites[key];
-	callsites[key] = cs;
-	nr_callsites++;
-	ftrace_callsite_rebuild(cs);
-	return cs;
-}
-
-/* the ops that the list walk would call at @cs->ip, in list order */
-static void ftrace_callsite_rebuild(struct ftrace_callsite *cs)
-{
-	struct list_snap *snap, *old;
-	struct ftrace_ops *op;
-	unsigned int n = 0;
-
-	for (op = ftrace_ops_list; op != &ftrace_list_end; op = op->next)
-		if (!(op->flags & FTRACE_OPS_FL_STUB) && hash_contains_ip(cs->ip, op->func_hash))
-			n++;
-	snap = malloc(sizeof(*snap) + n * sizeof(snap->ent[0]));
-	if (!snap) {
-		/* as for the list: NULL means "walk the list", never stale */
-		pr_warn("usft: out of memory rebuilding a callsite's ops array\n");
-		old = cs->snap;
-		smp_store_release(&cs->snap, NULL);
-		if (old && old != &empty_snap) {
-			callsite_bytes -= sizeof(*old) + old->nr * sizeof(old->ent[0]);
-			usft_call_rcu_tasks(free_snap, old);
-		}
-		return;
-	}
-	snap->nr = 0;
-	for (op = ftrace_ops_list; op != &ftrace_list_end; op = op->next) {
-		struct list_ent *e;
-
-		if ((op->flags & FTRACE_OPS_FL_STUB) || !hash_contains_ip(cs->ip, op->func_hash))
-			continue;
-		e = &snap->ent[snap->nr++];
-		e->filter = NULL;	/* selected already: no hash test at call time */
-		e->ntrace = NULL;
-		e->filter_bits = e->ntrace_bits = 0;
-		e->save_regs = ftrace_ops_wants_regs(op);
-		e->op = op;
-	}
-	old = cs->snap;
-	smp_store_release(&cs->snap, snap);
-	callsite_bytes += sizeof(*snap) + n * sizeof(snap->ent[0]);
-	if (old && old != &empty_snap) {
-		callsite_bytes -= sizeof(*old) + old->nr * sizeof(old->ent[0]);
-		usft_call_rcu_tasks(free_snap, old);
-	}
-}
-
-/* the object's text goes away: its callsite copies must not be reused */
-static void ftrace_callsite_release(unsigned long lo, unsigned long hi)
-{
-	for (unsigned long i = 0; i < (1UL << CALLSITE_BITS); i++)
-		for (struct ftrace_callsite *cs = callsites[i]; cs; cs = cs->hnext)
-			if (cs->ip >= lo && cs->ip < hi)
-				cs->tramp[0] = cs->tramp[1] = 0;	/* copies stay mapped */
-}
-
-static void ftrace_callsite_rebuild_all(void)
-{
-	for (unsigned long i = 0; i < (1UL << CALLSITE_BITS); i++)
-		for (struct ftrace_callsite *cs = callsites[i]; cs; cs = cs->hnext)
-			ftrace_callsite_rebuild(cs);
-}
-
-void ftrace_callsite_stats(unsigned long *nr, unsigned long *bytes)
-{
-	*nr = nr_callsites;
-	*bytes = callsite_bytes + nr_callsites * sizeof(struct ftrace_callsite);
 }
 
 static __always_inline bool bucket_has(struct ftrace_func_entry **b, unsigned char bits,
@@ -1557,7 +1416,7 @@ static __always_inline bool bucket_has(struct ftrace_func_entry **b, unsigned ch
 /* ---- the hot path ----------------------------------------------------- */
 
 /* the kernel's walk over the linked list, when no array could be built */
-static void list_walk_slow(unsigned long ip, unsigned long parent_ip,
+void ftrace_list_walk_slow(unsigned long ip, unsigned long parent_ip,
 			   struct ftrace_regs *fregs, bool have_regs)
 {
 	struct ftrace_ops *op;
@@ -1593,7 +1452,7 @@ void ftrace_ops_list_func(unsigned long ip, unsigned long parent_ip,
 	snap = smp_load_acquire(&list_snap);
 	have_regs = ftrace_get_regs(fregs) != NULL;
 	if (unlikely(!snap)) {
-		list_walk_slow(ip, parent_ip, fregs, have_regs);
+		ftrace_list_walk_slow(ip, parent_ip, fregs, have_regs);
 		trace_clear_recursion(bit);
 		return;
 	}
@@ -1604,35 +1463,6 @@ void ftrace_ops_list_func(unsigned long ip, unsigned long parent_ip,
 			continue;
 		if (e->ntrace && bucket_has(e->ntrace, e->ntrace_bits, ip))
 			continue;
-		if (e->save_regs && !have_regs)
-			continue;
-		READ_ONCE(e->op->func)(ip, parent_ip, e->op, fregs);
-	}
-	trace_clear_recursion(bit);
-}
-
-/* ftrace_callsite_func() - the per-callsite walk: only this site's ops */
-void ftrace_callsite_func(unsigned long ip, unsigned long parent_ip,
-			  struct ftrace_ops *op, struct ftrace_regs *fregs)
-{
-	struct ftrace_callsite *cs = (struct ftrace_callsite *)op;
-	struct list_snap *snap;
-	bool have_regs;
-	int bit;
-
-	bit = trace_test_and_set_recursion(ip, parent_ip, TRACE_LIST_START);
-	if (bit < 0)
-		return;
-	snap = smp_load_acquire(&cs->snap);
-	have_regs = ftrace_get_regs(fregs) != NULL;
-	if (unlikely(!snap)) {
-		list_walk_slow(ip, parent_ip, fregs, have_regs);
-		trace_clear_recursion(bit);
-		return;
-	}
-	for (unsigned int i = 0; i < snap->nr; i++) {
-		const struct list_ent *e = &snap->ent[i];
-
 		if (e->save_regs && !have_regs)
 			continue;
 		READ_ONCE(e->op->func)(ip, parent_ip, e->op, fregs);

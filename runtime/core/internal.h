@@ -410,8 +410,42 @@ int ftrace_lazy_init_ro(void);
 void ftrace_object_enable(struct usft_object *obj);
 void ftrace_object_release_hashes(struct usft_object *obj);
 
-/* ---- per-callsite ops (ftrace.c, option per_callsite_ops) ------------ */
-struct list_snap;
+/*
+ * ---- the list walk's snapshot (ftrace.c; shared with callsite.c) ----
+ * ftrace_ops_list_func() walks the same ops, in the same order and with the
+ * same tests as the kernel's do_for_each_ftrace_op(), but over a compact
+ * array rebuilt (and published RCU-style) whenever the ops list or any
+ * ops' hashes change (userspace difference, docs/design.md).
+ */
+struct list_ent {
+	struct ftrace_func_entry **filter;	/* NULL: the filter is empty */
+	struct ftrace_func_entry **ntrace;	/* notrace; NULL: nothing excluded */
+	unsigned char filter_bits, ntrace_bits;
+	bool save_regs;
+	struct ftrace_ops *op;
+};
+
+struct list_snap {
+	unsigned int nr;
+	struct list_ent ent[];
+};
+
+/* kernel hash_contains_ip(): does @hash (filter and notrace) select @ip */
+static inline bool hash_contains_ip(unsigned long ip, struct ftrace_ops_hash *hash)
+{
+	return (ftrace_hash_empty(hash->filter_hash) ||
+		__ftrace_lookup_ip(hash->filter_hash, ip)) &&
+	       (ftrace_hash_empty(hash->notrace_hash) ||
+		!__ftrace_lookup_ip(hash->notrace_hash, ip));
+}
+
+/* a replaced snapshot, after a tasks grace period (usft_call_rcu_tasks()) */
+void ftrace_free_snap(void *p);
+/* the kernel's walk over the linked list, when no snapshot could be built */
+void ftrace_list_walk_slow(unsigned long ip, unsigned long parent_ip,
+			   struct ftrace_regs *fregs, bool have_regs);
+
+/* ---- per-callsite ops (callsite.c, option per_callsite_ops) ---------- */
 struct ftrace_callsite {
 	struct ftrace_callsite *hnext;
 	unsigned long ip;
@@ -425,6 +459,11 @@ struct ftrace_callsite *ftrace_callsite_get(unsigned long ip);
 void ftrace_callsite_func(unsigned long ip, unsigned long parent_ip,
 			  struct ftrace_ops *op, struct ftrace_regs *fregs);
 void ftrace_callsite_stats(unsigned long *nr_sites, unsigned long *bytes);
+/* the ops that the list walk would call at @cs->ip, in list order */
+void ftrace_callsite_rebuild(struct ftrace_callsite *cs);
+void ftrace_callsite_rebuild_all(void);
+/* the object [lo, hi) goes away: its callsites' copies are not reused */
+void ftrace_callsite_release(unsigned long lo, unsigned long hi);
 
 /* ---- options and counters (options.c) ------------------------------ */
 struct usft_options {
