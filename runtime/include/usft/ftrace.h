@@ -312,7 +312,13 @@ USFT_API int update_ftrace_direct_mod(struct ftrace_ops *ops, struct ftrace_hash
 /*
  * jmp bit: bit 0 of a direct address asks for a jump instead of a call, so
  * direct trampolines must be at least 2-byte aligned (put .balign 16 before
- * them in assembly), as in the kernel.
+ * them in assembly), as in the kernel.  Beware of porting x86-64 kernel
+ * trampolines that end in ASM_RET: with SLS mitigation the kernel's ASM_RET
+ * is "ret; int3" (2 bytes), which keeps the next trampoline even; a bare
+ * "ret" makes it odd, and its address then reads as "jump to the byte
+ * before".  usft cannot tell that from a real jmp request (an odd address
+ * is what ftrace_jmp_set() makes), so it is not caught: align every
+ * trampoline.
  */
 static inline __attribute__((__always_inline__)) bool ftrace_is_jmp(unsigned long addr)
 {
