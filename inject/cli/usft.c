@@ -282,37 +282,45 @@ static bool is_static(const char *path)
 	return r == 0;
 }
 
-static volatile sig_atomic_t stop_waiting;
-
-static void on_stop_waiting(int sig)
-{
-	stop_waiting = 1;
-}
-
 /*
  * PROG has exited; the processes it started and left running (a daemon()
  * child, background children: reparented to us, the child subreaper) are
  * still writing to the trace.  Record until they exit too; ^C stops that.
+ * SIGINT and SIGCHLD are taken with sigwaitinfo(), so no handler (and no
+ * restarted waitpid()) is involved.
  */
 static void wait_leftovers(const char *prog, const char *output, bool quiet)
 {
-	struct sigaction sa = { .sa_handler = on_stop_waiting }, old;
+	sigset_t set, old;
+	bool stopped = false;
 	int st;
 	pid_t p;
 
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &set, &old);
 	while ((p = waitpid(-1, &st, WNOHANG)) > 0)
 		;
-	if (p < 0)
-		return;		/* ECHILD: nothing left */
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, &old);	/* no SA_RESTART: waitpid() returns */
-	if (!quiet)
-		fprintf(stderr, "usft: %s left processes running (a daemon, background children): "
-			"recording until they exit (Ctrl-C stops waiting)\n", prog);
-	while (!stop_waiting && (waitpid(-1, &st, 0) > 0 || errno == EINTR))
-		;
-	sigaction(SIGINT, &old, NULL);
-	if (stop_waiting && !quiet)
+	if (p == 0) {
+		if (!quiet)
+			fprintf(stderr, "usft: %s left processes running (a daemon, background "
+				"children): recording until they exit (Ctrl-C stops waiting)\n", prog);
+		for (;;) {
+			int sig = sigwaitinfo(&set, NULL);
+
+			if (sig == SIGINT) {
+				stopped = true;
+				break;
+			}
+			while ((p = waitpid(-1, &st, WNOHANG)) > 0)
+				;
+			if (p < 0 && errno != EINTR)
+				break;		/* ECHILD: nothing left */
+		}
+	}
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	if (stopped && !quiet)
 		fprintf(stderr, "usft: stopped waiting: the processes still running go on writing "
 			"to %s; the summary counts what they wrote so far\n", output);
 }

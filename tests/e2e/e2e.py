@@ -291,7 +291,7 @@ def case_daemon():
     # a process left running for good: Ctrl-C stops the wait, not the record
     e = {k: v for k, v in os.environ.items() if not k.startswith("USFT_") and k != "LD_PRELOAD"}
     p = subprocess.Popen([ARGS.usft, "record", "-o", "left.dat", "--", "sh", "-c",
-                          "sleep 60 & echo $!"], cwd=ARGS.work, env=e,
+                          "sleep 60 </dev/null >/dev/null 2>&1 & echo $!"], cwd=ARGS.work, env=e,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     sleeper = int(p.stdout.readline())
     try:
