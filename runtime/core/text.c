@@ -342,19 +342,50 @@ static bool thread_status(int tid, unsigned long long *blocked, bool *sleeping)
 	return found == 2;
 }
 
-bool usft_thread_blocks(int tid, int signo)
-{
-	unsigned long long blocked;
-	bool sleeping;
-
-	return thread_status(tid, &blocked, &sleeping) && ((blocked >> (signo - 1)) & 1);
-}
-
 static unsigned long syscall_pc(int tid);
 
 int usft_nr_threads(void)
 {
 	return list_tids(NULL);
+}
+
+/*
+ * usft_signal_blocker() - the first thread other than the caller that
+ * blocks @signo now (SigBlk), with its name in @comm.  Return: its tid, 0
+ * when none does, or -errno.
+ */
+int usft_signal_blocker(int signo, char *comm, size_t len)
+{
+	static struct rv_list l;
+	int self = (int)syscall(SYS_gettid), n, tid = 0;
+
+	pthread_mutex_lock(&rv_lock);
+	n = list_tids(&l);
+	for (int i = 0; i < n && !tid; i++) {
+		unsigned long long blocked;
+		bool sleeping;
+
+		if (l.v[i] != self && thread_status(l.v[i], &blocked, &sleeping) &&
+		    ((blocked >> (signo - 1)) & 1))
+			tid = l.v[i];
+	}
+	pthread_mutex_unlock(&rv_lock);
+	if (n < 0)
+		return n;
+	if (tid && comm && len) {
+		char path[64];
+		FILE *f;
+
+		snprintf(path, sizeof(path), "/proc/self/task/%d/comm", tid);
+		comm[0] = 0;
+		f = fopen(path, "re");
+		if (f) {
+			if (fgets(comm, (int)len, f))
+				comm[strcspn(comm, "\n")] = 0;
+			fclose(f);
+		}
+	}
+	return tid;
 }
 
 /*

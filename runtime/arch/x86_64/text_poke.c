@@ -18,6 +18,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdint.h>
 #include <ucontext.h>
 #include "core/internal.h"
 #include "core/text.h"
@@ -215,6 +216,93 @@ static bool not_in_a_site(unsigned long pc)
 	return true;
 }
 
+/*
+ * One site written with a single locked compare-and-exchange of the aligned
+ * 8 or 16 bytes that hold it: a thread fetching the site sees the old or
+ * the new instruction whole (one cache line, one store), so no INT3 and no
+ * SIGTRAP is needed.  Return: 0, -EINVAL (the bytes changed under us) or
+ * -E2BIG (the site is not inside one aligned 16-byte block).
+ */
+static __no_tsan int poke_atomic(const struct poke_entry *e)
+{
+	unsigned long a8 = e->addr & ~7UL, a16 = e->addr & ~15UL;
+
+	if (e->addr + e->len <= a8 + 8) {
+		uint64_t old = __atomic_load_n((uint64_t *)a8, __ATOMIC_RELAXED), new = old;
+
+		memcpy((char *)&new + (e->addr - a8), e->newb, e->len);
+		return __atomic_compare_exchange_n((uint64_t *)a8, &old, new, false,
+						   __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST) ? 0 : -EINVAL;
+	}
+	if (e->addr + e->len <= a16 + 16) {
+		uint64_t lo, hi, nlo, nhi;
+		unsigned char buf[16];
+		bool ok;
+
+		memcpy(buf, (void *)a16, 16);
+		memcpy(&lo, buf, 8);
+		memcpy(&hi, buf + 8, 8);
+		memcpy(buf + (e->addr - a16), e->newb, e->len);
+		memcpy(&nlo, buf, 8);
+		memcpy(&nhi, buf + 8, 8);
+		__asm__ volatile("lock cmpxchg16b %1"
+				 : "=@ccz"(ok), "+m"(*(volatile unsigned __int128 *)a16),
+				   "+a"(lo), "+d"(hi)
+				 : "b"(nlo), "c"(nhi)
+				 : "memory");
+		return ok ? 0 : -EINVAL;
+	}
+	return -E2BIG;
+}
+
+/*
+ * A thread that blocks SIGTRAP (all signals blocked, or inside a handler
+ * whose sa_mask is full) would be killed by the kernel on an INT3 (a
+ * blocked synchronous trap takes its default action).  While such a thread
+ * exists the batch is written without traps: every site with one atomic
+ * store (poke_atomic()), then one sync; nothing is written unless every
+ * site can be.  gcc's 1-byte NOPs (relocate) still need the INT3 protocol.
+ * Return: 0, 1 (use the INT3 protocol) or -errno (nothing written).
+ */
+static __no_tsan int poke_flush_without_traps(void)
+{
+	char comm[32];
+	int tid, ret = 0;
+	size_t i;
+
+	tid = usft_signal_blocker(SIGTRAP, comm, sizeof(comm));
+	if (tid <= 0)
+		return 1;
+	for (i = 0; i < poke_nr; i++) {
+		unsigned long a = poke_vec[i].addr;
+
+		if (poke_vec[i].relocate) {
+			pr_warn("usft: thread %d (%s) blocks SIGTRAP while gcc's 1-byte NOPs "
+				"are converted with INT3s: it dies if it runs one of them now\n",
+				tid, comm);
+			return 1;
+		}
+		if (a + poke_vec[i].len > (a & ~15UL) + 16) {
+			pr_err("usft: thread %d (%s) blocks SIGTRAP, and the site at %#lx crosses a "
+			       "16-byte boundary, so it cannot be written without an INT3 that would "
+			       "kill that thread: refused (EBUSY); unblock SIGTRAP in that thread\n",
+			       tid, comm, a);
+			return -EBUSY;
+		}
+	}
+	for (i = 0; i < poke_nr && !ret; i++)
+		ret = usft_text_open(poke_vec[i].addr, poke_vec[i].len);
+	for (i = 0; i < poke_nr && !ret; i++) {
+		USFT_TEXT_STEP();
+		ret = poke_atomic(&poke_vec[i]);
+	}
+	usft_sync_core();
+	usft_counters.nr_sites_written += i;
+	usft_count(nr_notrap_batches);
+	ret |= usft_text_close_all();
+	return ret;
+}
+
 __no_tsan int x86_poke_flush(void)
 {
 	bool relocate = false;
@@ -236,6 +324,12 @@ __no_tsan int x86_poke_flush(void)
 		return -EPERM;
 	}
 	qsort(poke_vec, poke_nr, sizeof(*poke_vec), entry_cmp);
+	ret = poke_flush_without_traps();
+	if (ret <= 0) {
+		poke_nr = 0;
+		return ret;
+	}
+	ret = 0;
 	for (i = 0; i < poke_nr && !ret; i++) {
 		ret = usft_text_open(poke_vec[i].addr, poke_vec[i].len);
 		relocate |= poke_vec[i].relocate;

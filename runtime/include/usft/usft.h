@@ -55,6 +55,7 @@ struct usft_stats {
 	unsigned long nr_stop_machine;	/* text changes made with the other threads stopped */
 	unsigned long nr_reclaim_scans;	/* scans proving freed trampoline memory unused */
 	unsigned long nr_rv_sleepers;	/* threads asleep in the kernel a rendezvous left alone */
+	unsigned long nr_notrap_batches;	/* batches written without INT3 (a thread blocked SIGTRAP) */
 };
 
 /**
