@@ -54,7 +54,7 @@ int usft_nr_tramp_irq;	/* handlers running that interrupted trampoline code */
  */
 static int sig_lock;
 
-static void sig_lock_take(sigset_t *saved)
+static __no_tsan void sig_lock_take(sigset_t *saved)
 {
 	sigset_t all;
 
@@ -65,7 +65,7 @@ static void sig_lock_take(sigset_t *saved)
 			syscall(SYS_sched_yield);
 }
 
-static void sig_lock_drop(const sigset_t *saved)
+static __no_tsan void sig_lock_drop(const sigset_t *saved)
 {
 	int e = errno;
 
@@ -276,7 +276,7 @@ out_unlock:
  * its internal __sigaction, which does not pass through the interposer
  * above, so each is rebuilt here on top of it (semantics of glibc 2.36).
  */
-static __sighandler_t set_handler(int sig, __sighandler_t handler, int flags, bool mask_self)
+static __no_tsan __sighandler_t set_handler(int sig, __sighandler_t handler, int flags, bool mask_self)
 {
 	struct sigaction act, old;
 
