@@ -220,10 +220,13 @@ int ftrace_site_state(unsigned long ip)
 	struct dyn_ftrace *rec;
 	int ret;
 
+	/* rec->flags are written under ftrace_lock (taken before the objects lock) */
+	pthread_mutex_lock(&ftrace_lock);
 	pthread_rwlock_rdlock(&usft_objects_lock);
 	rec = lookup_rec(ip, ip);
 	ret = !rec ? -EINVAL : (rec->flags & FTRACE_FL_DISABLED) ? -EBUSY : 0;
 	pthread_rwlock_unlock(&usft_objects_lock);
+	pthread_mutex_unlock(&ftrace_lock);
 	return ret;
 }
 
