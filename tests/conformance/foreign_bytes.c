@@ -33,6 +33,7 @@ TRACEE long fb_after(long x)
 	return x + 2;
 }
 
+#if defined(__x86_64__)
 static atomic_int fired;
 
 notrace static unsigned long count_prog(const unsigned long *ctx, void *cookie)
@@ -41,7 +42,6 @@ notrace static unsigned long count_prog(const unsigned long *ctx, void *cookie)
 	return 0;
 }
 
-#if defined(__x86_64__)
 /* a 5-byte NOP of another encoding than usft's (nopw 0x0(%rax)): still runs */
 static const unsigned char foreign[5] = { 0x66, 0x0f, 0x1f, 0x40, 0x00 };
 
