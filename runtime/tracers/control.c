@@ -572,17 +572,13 @@ static void *ctl_main(void *arg)
 
 /* ---- start, stop, fork ----------------------------------------------------- */
 
-static void ctl_atfork_prepare(void)
-{
-	pthread_mutex_lock(&C.lock);
-}
-
-static void ctl_atfork_parent(void)
-{
-	pthread_mutex_unlock(&C.lock);
-}
-
-/* the child has the descriptors, not the thread; the path is the parent's */
+/*
+ * The child has the descriptors, not the thread; the path is the parent's.
+ * No prepare handler takes C.lock: a request holds it while it waits for
+ * the runtime's ftrace_lock, which the runtime's own prepare handler holds
+ * across a fork (ABBA).  So the child re-initialises the lock and only
+ * closes what the parent had open.
+ */
 static void ctl_atfork_child(void)
 {
 	pthread_mutex_init(&C.lock, NULL);
@@ -614,8 +610,7 @@ EXPORT int usft_control_start(void)
 		usft_self_end();
 		return 0;
 	}
-	if (!C.atfork_done && !pthread_atfork(ctl_atfork_prepare, ctl_atfork_parent,
-					      ctl_atfork_child))
+	if (!C.atfork_done && !pthread_atfork(NULL, NULL, ctl_atfork_child))
 		C.atfork_done = true;
 	ret = open_socket();
 	if (!ret && pipe2(C.wake, O_CLOEXEC))

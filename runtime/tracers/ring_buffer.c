@@ -79,6 +79,25 @@ void usft_tbuf_prefault(struct usft_tbuf *b)
 	b->populated = want;
 }
 
+/*
+ * A session ended in a process that goes on (a detach): give the rings'
+ * pages back, so that attaching again and again costs no more memory than
+ * once.  The slots stay (threads point to them); a late write by a thread
+ * still on its way out of a callback only faults in a fresh zero page.  The
+ * first-lap prefaulting does not apply to a ring used before.
+ */
+void usft_tbuf_pool_trim(void)
+{
+	for (unsigned int i = 0; i < nr_slots; i++) {
+		struct usft_tbuf *b = &pool[i];
+
+		if (!b->size || !b->data)
+			continue;
+		madvise(b->data, b->size, MADV_DONTNEED);
+		b->populated = b->size;
+	}
+}
+
 void (*usft_tbuf_exit_hook)(void);
 
 static __thread struct usft_tbuf *self_saved __attribute__((tls_model("initial-exec")));

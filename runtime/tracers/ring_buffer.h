@@ -99,6 +99,8 @@ extern __thread struct usft_tbuf *usft_tbuf_self __attribute__((tls_model("initi
  * reaches (a malloc() of the program's own, say) are not recorded.
  * Nests.  usft_tbuf_own(): the thread's real slot, inside or outside.
  */
+/* a session ended, the process goes on: the rings' pages are returned */
+void usft_tbuf_pool_trim(void);
 void usft_self_begin(void);
 void usft_self_end(void);
 struct usft_tbuf *usft_tbuf_own(void);

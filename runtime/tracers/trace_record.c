@@ -397,6 +397,10 @@ static void drain_slot(struct usft_tbuf *b)
 	off = from & (b->size - 1);
 	first = len < b->size - off ? len : b->size - off;
 	S.events += scan_events(b, from, commit);
+	/* the names before the events that use them: a process that ends
+	 * without a word (an exec of an attached process, a kill) leaves no
+	 * address without its name */
+	flush_syms();
 	iov[0] = (struct iovec){ (char *)b->data + off, first };
 	iov[1] = (struct iovec){ (char *)b->data, len - first };
 	write_chunk(USFT_CHUNK_EVENTS, b->tid, lost - b->lost_seen, iov, 2);
@@ -1014,6 +1018,7 @@ void usft_tracer_end(void)
 	S.write_error = 0;
 	S.unmatched[0] = 0;
 	session_reset_writer_state();
+	usft_tbuf_pool_trim();
 	pthread_mutex_unlock(&S.lock);
 	if (t && t->kind == USFT_TRACER_PROFILE)
 		usft_profile_reset();
