@@ -230,6 +230,10 @@ static int attach(const char *cmd, pid_t pid, struct usft_target *t, bool *loade
 			return fd;
 		usleep(1000);
 	} while (ms_now() < until);
+	if (usft_proc_gone(pid)) {
+		fprintf(stderr, "usft %s: process %d exited during the attach\n", cmd, (int)pid);
+		return -USFT_EXIT_GONE;
+	}
 	fprintf(stderr, "usft %s: process %d loaded the runtime but its control socket does "
 		"not answer: %s\n", cmd, (int)pid, strerror(-fd));
 	return -USFT_EXIT_FAIL;
@@ -299,6 +303,18 @@ static int finish_detach(const char *cmd, int fd, pid_t pid, struct usft_target 
 
 	r = ctl_request(fd, USFT_CTL_DETACH, NULL, &out);
 	close(fd);
+	if (r && usft_proc_gone(pid)) {
+		free(out);
+		return 0;	/* it exited: nothing left to detach from */
+	}
+	if (r == -EPIPE || r == -ECONNRESET) {
+		/* the socket went with the image: the new one has no runtime */
+		free(out);
+		if (!quiet)
+			fprintf(stderr, "usft: process %d called exec: nothing left to detach\n",
+				(int)pid);
+		return 0;
+	}
 	if (r) {
 		fprintf(stderr, "usft %s: process %d refused the detach: %s\n", cmd, (int)pid,
 			out && *out ? out : strerror(-r));
@@ -318,7 +334,7 @@ static int finish_detach(const char *cmd, int fd, pid_t pid, struct usft_target 
 	}
 	while (ms_now() < until && !runtime_threads_gone(pid))
 		usleep(1000);
-	if (kill(pid, 0) == 0 && usft_restore_sites(t, &res)) {
+	if (!usft_proc_gone(pid) && usft_restore_sites(t, &res)) {
 		report(cmd, &res);
 		return res.code;
 	}
@@ -483,6 +499,15 @@ int usft_record_pid(const char *arg, const struct usft_record_args *a)
 		if (r)
 			step = "start";
 	}
+	if (step && (r == -EPIPE || r == -ECONNRESET)) {
+		/* the socket went with the image: it exec'd or exited */
+		fprintf(stderr, "usft record: process %d %s during the attach: nothing was recorded; "
+			"try again\n", (int)pid, usft_proc_gone(pid) ? "exited" : "called exec");
+		free(why);
+		usft_out_abort(&out);
+		close(fd);
+		return USFT_EXIT_GONE;
+	}
 	if (step) {
 		fprintf(stderr, "usft record: process %d: %s\n", (int)pid,
 			why && *why ? why : strerror(-r));
@@ -504,8 +529,12 @@ int usft_record_pid(const char *arg, const struct usft_record_args *a)
 		struct pollfd p = { fd, POLLIN, 0 };
 
 		if (poll(&p, 1, 50) > 0 && (p.revents & (POLLHUP | POLLERR | POLLIN))) {
-			/* the process is gone (its exit finished the file) */
+			/* the process is gone (its exit finished the file), or it
+			 * called exec: the new image is not traced */
 			close(fd);
+			if (!usft_proc_gone(pid) && !a->quiet)
+				fprintf(stderr, "usft: process %d called exec: the recording ended with "
+					"its old image (attach again to trace the new one)\n", (int)pid);
 			return finish_record(&out, &t, a->quiet, 0);
 		}
 	}

@@ -270,7 +270,7 @@ int usft_target_probe(pid_t pid, struct usft_target *t, struct inject_result *re
 	}
 	target_path(pid, t->exe, exe, sizeof(exe));
 	{
-		unsigned short m = file_machine(file, &interp);
+		unsigned short m = file_machine(exe, &interp);
 
 		if (m && m != inject_arch_machine()) {
 			fail(res, USFT_EXIT_ARCH, "process %d (%s) is built for another architecture "
@@ -291,6 +291,12 @@ int usft_target_probe(pid_t pid, struct usft_target *t, struct inject_result *re
 			t->has_runtime = true;
 		if (!strncmp(b, "libusft.so", 10))
 			t->has_libusft = true;
+	}
+	if ((!t->libc[0] || !t->libc_base) && interp) {
+		fail(res, USFT_EXIT_GONE, "process %d (%s) has not loaded its libc yet (starting, "
+		     "or in the middle of an exec): try again", (int)pid, t->exe);
+		free(mp.m);
+		return res->code;
 	}
 	if (!t->libc[0] || !t->libc_base) {
 		fail(res, USFT_EXIT_STATIC, "process %d (%s) has no dynamic loader and libc "
@@ -372,10 +378,36 @@ static struct thread *add_thread(struct stopped *s, pid_t tid)
 	return t;
 }
 
-/* a stop of @t that is not the PTRACE_INTERRUPT one: note what it was */
+/* @tid is exiting (a zombie: its notification may wait for the others) */
+static bool thread_dead(pid_t tid)
+{
+	char path[64], buf[512], *p;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)tid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return true;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return true;
+	buf[n] = 0;
+	p = strrchr(buf, ')');
+	return !p || p[1] != ' ' || p[2] == 'Z' || p[2] == 'X';
+}
+
+bool usft_proc_gone(pid_t pid)
+{
+	return thread_dead(pid);
+}
+
+/* the next ptrace event of @tid into *@status; Return: 0, -ESRCH (it is
+ * exiting), -ETIMEDOUT or -errno */
 static int wait_stop(pid_t tid, int *status, long deadline)
 {
-	for (;;) {
+	for (int spin = 0;; spin++) {
 		pid_t r = waitpid(tid, status, __WALL | WNOHANG);
 
 		if (r == tid)
@@ -384,6 +416,8 @@ static int wait_stop(pid_t tid, int *status, long deadline)
 			return -errno;
 		if (now_ms() > deadline)
 			return -ETIMEDOUT;
+		if ((spin & 15) == 15 && thread_dead(tid))
+			return -ESRCH;
 		usleep(200);
 	}
 }
@@ -979,6 +1013,8 @@ out:
 		free(s.t[i].regs);
 	free(s.t);
 	free(mp.m);
+	if (res->code && res->code != USFT_EXIT_GONE && usft_proc_gone(tg->pid))
+		fail(res, USFT_EXIT_GONE, "process %d exited during the attach", (int)tg->pid);
 	return res->code;
 }
 

@@ -82,5 +82,7 @@ int usft_inject(struct usft_target *t, const char *lib, struct inject_result *re
  * detach: every site is the disabled NOP again).  Threads stopped meanwhile.
  */
 int usft_restore_sites(struct usft_target *t, struct inject_result *res);
+/* @pid exited (gone, or a zombie not reaped yet) */
+bool usft_proc_gone(pid_t pid);
 
 #endif
