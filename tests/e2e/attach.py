@@ -260,6 +260,170 @@ def case_control():
         srv.kill()
 
 
+def rss_kb(pid):
+    return int(status_field(pid, "VmRSS").split()[0])
+
+
+def nr_maps(pid):
+    return sum(1 for _ in open("/proc/%d/maps" % pid))
+
+
+def case_cycles():
+    """attach, record, detach 100 times while tracee-server runs: every
+    result right, no EINTR, the text identical after each detach; the
+    memory the process keeps (mappings, RSS) reported after 1 and 100."""
+    srv = Server()
+    try:
+        before = read_text(srv.pid)
+        figures = {}
+        for i in range(1, 101):
+            tracer = ("function", "function_graph")[i % 2]
+            rc, out, err = usft("record", "-q", "-P", srv.pid, "-p", tracer, "-l", "checksum",
+                                "-l", "work", "--duration", "0.01", "-o", "c.dat")
+            check(rc == 0, "cycle %d: record -P failed (%d): %s" % (i, rc, err))
+            check(srv.alive(), "cycle %d: tracee-server died" % i)
+            check(read_text(srv.pid) == before, "cycle %d: text differs after detach" % i)
+            if i in (1, 100):
+                figures[i] = (nr_maps(srv.pid), rss_kb(srv.pid))
+        check(not usft_threads(srv.pid), "usft threads left: %s" % usft_threads(srv.pid))
+        print("memory after 1 cycle: %d mappings, %d KiB RSS; after 100: %d mappings, "
+              "%d KiB RSS" % (figures[1] + figures[100]))
+        check(figures[100][0] <= figures[1][0] + 4, "mappings grew: %s" % figures)
+        check(figures[100][1] <= figures[1][1] + 8192, "RSS grew by more than 8 MiB: %s" % figures)
+        check_server_result(srv)
+    finally:
+        srv.kill()
+
+
+def expect(rc, err, code, words, what):
+    check(rc == code, "%s: exit status %d, want %d: %s" % (what, rc, code, err))
+    for w in words:
+        check(w in err, "%s: message does not say %r: %s" % (what, w, err))
+
+
+def untouched(pid, before=None):
+    check(status_field(pid, "TracerPid") == "0", "left traced")
+    check(stopped_threads(pid) == 0, "threads left stopped")
+    maps = open("/proc/%d/maps" % pid).read()
+    check("libusft" not in maps, "the runtime was loaded:\n" + maps)
+    if before is not None:
+        check(read_text(pid) == before, "text changed")
+
+
+def case_badcases():
+    """each refusal: its message, its exit status, the process untouched"""
+    # no such process; a thread id
+    rc, out, err = usft("attach", 0x3ffffff0)
+    expect(rc, err, 3, ["no process"], "no such process")
+    rc, out, err = usft("record", "-P", "12x")
+    expect(rc, err, 2, ["not a process id"], "a bad pid")
+    srv = Server()
+    try:
+        before = read_text(srv.pid)
+        tid = [int(t) for t in os.listdir("/proc/%d/task" % srv.pid) if int(t) != srv.pid][0]
+        rc, out, err = usft("attach", tid)
+        expect(rc, err, 3, ["thread of process %d" % srv.pid], "a thread id")
+        # another uid
+        rc, out, err = usft("attach", srv.pid, user=65534)
+        expect(rc, err, 4, ["uid", "run usft as that user or as root"], "another uid")
+        untouched(srv.pid, before)
+        # already traced: a helper holds it with PTRACE_SEIZE
+        holder = subprocess.Popen([sys.executable, "-c",
+                                   "import ctypes,sys,time\n"
+                                   "l=ctypes.CDLL(None,use_errno=True)\n"
+                                   "r=l.ptrace(0x4206,%d,0,0)\n"
+                                   "print(r,flush=True)\n"
+                                   "time.sleep(30)\n" % srv.pid],
+                                  stdout=subprocess.PIPE)
+        check(holder.stdout.readline().strip() == b"0", "the helper could not seize")
+        rc, out, err = usft("attach", srv.pid)
+        expect(rc, err, 8, ["already traced by process %d" % holder.pid], "traced")
+        holder.kill()
+        holder.wait()
+        time.sleep(0.1)
+        untouched(srv.pid, before)
+        # not attached
+        rc, out, err = usft("detach", srv.pid)
+        expect(rc, err, 10, ["no usft control socket", "usft attach"], "detach, not attached")
+        rc, out, err = usft("stat", "-P", srv.pid)
+        expect(rc, err, 10, ["attach first"], "stat -P, not attached")
+        untouched(srv.pid, before)
+        check_server_result(srv)
+    finally:
+        srv.kill()
+    # no patchable functions: a plain system program
+    plain = subprocess.Popen(["sleep", "60"])
+    try:
+        time.sleep(0.1)
+        rc, out, err = usft("record", "-P", plain.pid, "--duration", "0.1", "-o", "n.dat")
+        expect(rc, err, 5, ["no patchable functions", "patch flags", "nothing was changed"],
+               "no sites")
+        untouched(plain.pid)
+        check(not os.path.exists(os.path.join(ARGS.work, "n.dat")), "n.dat created")
+    finally:
+        plain.kill()
+        plain.wait()
+    # static: no loader to load the runtime with
+    st = subprocess.Popen([tracee("static-sleep")])
+    try:
+        time.sleep(0.1)
+        rc, out, err = usft("attach", st.pid)
+        expect(rc, err, 7, ["no dynamic loader", "usft record"], "static")
+        untouched(st.pid)
+    finally:
+        st.kill()
+        st.wait()
+    # the process exits in the middle: no hang, a clear status
+    for delay in (0.0, 0.002, 0.005, 0.01, 0.02):
+        srv = Server()
+        killer = subprocess.Popen([sys.executable, "-c",
+                                   "import os,time,signal\ntime.sleep(%f)\n"
+                                   "os.kill(%d, signal.SIGKILL)\n" % (delay, srv.pid)])
+        rc, out, err = usft("record", "-q", "-P", srv.pid, "--duration", "0.05", "-o", "x.dat",
+                            timeout=30)
+        killer.wait()
+        srv.p.wait()
+        check(rc in (0, 3, 9), "killed at %.3f s: exit status %d: %s" % (delay, rc, err))
+        check("Segmentation" not in err and "Traceback" not in err, err)
+
+
+def case_churn():
+    """attach while the process forks, execs itself and dlopens in a loop:
+    each attempt records or says the process exec'd; its results stay right"""
+    p = subprocess.Popen([tracee("churn")], env=env(), cwd=ARGS.work, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE)
+    try:
+        check(p.stdout.readline().startswith(b"ready"), "tracee-churn did not start")
+        ok = 0
+        for i in range(8):
+            rc, out, err = usft("record", "-q", "-P", p.pid, "-p", "function", "--duration",
+                                "0.1", "-o", "churn%d.dat" % i)
+            check(rc in (0, 9), "attempt %d: exit status %d: %s" % (i, rc, err))
+            if p.poll() is not None:
+                o, e = p.communicate()
+                raise Fail("tracee-churn ended (%d): %s %s; usft said: %s"
+                           % (p.returncode, o.decode()[-300:], e.decode()[-500:], err))
+            if rc == 0 and os.path.exists(os.path.join(ARGS.work, "churn%d.dat" % i)):
+                # an exec right after the start may end a recording with no event
+                text = report("churn%d.dat" % i)
+                ok += "churn_fib <-" in text
+                check(not re.search(r"\] +[\d.]+: 0x", text),
+                      "attempt %d: addresses without names:\n%s" % (i, text[:1000]))
+        check(ok > 0, "no attempt recorded anything")
+        time.sleep(0.1)
+        check(status_field(p.pid, "TracerPid") == "0", "left traced")
+        check(stopped_threads(p.pid) == 0, "threads left stopped")
+        p.send_signal(signal.SIGTERM)
+        out, err = p.communicate(timeout=30)
+        last = out.decode().strip().splitlines()[-1]
+        check(p.returncode == 0 and re.match(r"ok gen=\d+ bad=0 children=[1-9]", last),
+              "tracee-churn: %d %r %s" % (p.returncode, last, err.decode()))
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.communicate()
+
+
 CASES = {n[5:]: f for n, f in globals().items() if n.startswith("case_")}
 
 

@@ -1,0 +1,115 @@
+// SPDX-License-Identifier: MIT
+/*
+ * tracee-churn: a process that keeps changing under an attach
+ * (tests/e2e/attach.py churn): two worker threads with checkable results,
+ * a thread that forks children (which compute and exit), a thread that
+ * dlopens and dlcloses libm (not a traced library: see docs/attach.md,
+ * Known limits, for dlclose of traced ones), and every second the
+ * main thread execs itself again (same pid) with the generation counted.
+ *   tracee-churn [GEN]   prints "ready GEN PID" per image; runs until
+ *   SIGTERM, then prints "ok gen=G bad=B children=C loads=L" and exits 0
+ *   when every result was right.  A child that fails exits 1 (counted bad).
+ */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static volatile sig_atomic_t stop;
+static unsigned long bad, children, loads;
+
+__attribute__((noinline)) unsigned long churn_fib(int n)
+{
+	return n < 2 ? (unsigned long)n : churn_fib(n - 1) + churn_fib(n - 2);
+}
+
+__attribute__((noinline)) int churn_work(void)
+{
+	return churn_fib(12) == 144;
+}
+
+static void *worker(void *arg)
+{
+	while (!stop)
+		if (!churn_work()) {
+			fprintf(stderr, "worker: wrong result\n");
+			__atomic_add_fetch(&bad, 1, __ATOMIC_RELAXED);
+		}
+	return arg;
+}
+
+static void *forker(void *arg)
+{
+	while (!stop) {
+		pid_t p = fork();
+		int st;
+
+		if (p == 0)
+			_exit(churn_work() ? 0 : 1);
+		if (p > 0 && waitpid(p, &st, 0) == p) {
+			__atomic_add_fetch(&children, 1, __ATOMIC_RELAXED);
+			if (!WIFEXITED(st) || WEXITSTATUS(st)) {
+				fprintf(stderr, "child %d: status %#x\n", (int)p, st);
+				__atomic_add_fetch(&bad, 1, __ATOMIC_RELAXED);
+			}
+		}
+		usleep(2000);
+	}
+	return arg;
+}
+
+static void *loader(void *arg)
+{
+	while (!stop) {
+		void *h = dlopen("libm.so.6", RTLD_NOW);
+		double (*fn)(double) = h ? (double (*)(double))dlsym(h, "sqrt") : NULL;
+
+		if (!fn || fn(16.0) != 4.0) {
+			fprintf(stderr, "dlopen libm: %s\n", h ? "no sqrt" : dlerror());
+			__atomic_add_fetch(&bad, 1, __ATOMIC_RELAXED);
+		}
+		if (h)
+			dlclose(h);
+		__atomic_add_fetch(&loads, 1, __ATOMIC_RELAXED);
+		usleep(1000);
+	}
+	return arg;
+}
+
+static void on_term(int sig)
+{
+	stop = sig;
+}
+
+int main(int argc, char **argv)
+{
+	int gen = argc > 1 ? atoi(argv[1]) : 0;
+	struct sigaction sa = { .sa_handler = on_term };
+	struct timespec ts = { 0, 50 * 1000 * 1000 };
+	pthread_t t[4];
+	char next[16];
+
+	sigaction(SIGTERM, &sa, NULL);
+	printf("ready %d %d\n", gen, (int)getpid());
+	fflush(stdout);
+	pthread_create(&t[0], NULL, worker, NULL);
+	pthread_create(&t[1], NULL, worker, NULL);
+	pthread_create(&t[2], NULL, forker, NULL);
+	pthread_create(&t[3], NULL, loader, NULL);
+	/* a new image every second, while the others run */
+	for (int i = 0; i < 20 && !stop; i++)
+		nanosleep(&ts, NULL);
+	if (!stop && !bad) {
+		snprintf(next, sizeof(next), "%d", gen + 1);
+		execl("/proc/self/exe", argv[0], next, (char *)NULL);
+	}
+	stop = 1;
+	for (int i = 0; i < 4; i++)
+		pthread_join(t[i], NULL);
+	printf("ok gen=%d bad=%lu children=%lu loads=%lu\n", gen, bad, children, loads);
+	return bad ? 1 : 0;
+}
