@@ -532,8 +532,12 @@ static int stop_all(struct stopped *s, struct inject_result *res)
 		struct thread *t = &s->t[i];
 
 		if (t->stopped && inject_arch_save(t->tid, t->regs)) {
-			fail(res, USFT_EXIT_FAIL, "cannot read the registers of thread %d: %s",
-			     (int)t->tid, strerror(errno));
+			if (errno == ESRCH)
+				fail(res, USFT_EXIT_GONE, "process %d exited during the attach",
+				     (int)s->pid);
+			else
+				fail(res, USFT_EXIT_FAIL, "cannot read the registers of thread %d: %s",
+				     (int)t->tid, strerror(errno));
 			return res->code;
 		}
 	}
@@ -1013,8 +1017,15 @@ out:
 		free(s.t[i].regs);
 	free(s.t);
 	free(mp.m);
-	if (res->code && res->code != USFT_EXIT_GONE && usft_proc_gone(tg->pid))
-		fail(res, USFT_EXIT_GONE, "process %d exited during the attach", (int)tg->pid);
+	if (res->code && res->code != USFT_EXIT_GONE) {
+		/* a failure because it is dying (SIGKILL takes a moment): say so */
+		long until = now_ms() + 200;
+
+		while (!usft_proc_gone(tg->pid) && now_ms() < until)
+			usleep(1000);
+		if (usft_proc_gone(tg->pid))
+			fail(res, USFT_EXIT_GONE, "process %d exited during the attach", (int)tg->pid);
+	}
 	return res->code;
 }
 
