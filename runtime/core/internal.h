@@ -252,11 +252,18 @@ bool usft_glob_match(const char *pat, const char *str);
  * drops to 0): that is what a tasks grace period waits on.  The layout is
  * shared with the assembly (USFT_TASK_* in arch code).
  */
+/* usft_task.state; the entry code of callers and trampolines tests for 0 */
+enum usft_task_state {
+	USFT_TASK_UNKNOWN	= 0,	/* not registered: the entry code calls usft_task_register() */
+	USFT_TASK_REGISTERING	= 1,
+	USFT_TASK_REGISTERED	= 2,
+};
+
 struct usft_task {
 	unsigned long nest;
 	unsigned long gen;
 	unsigned long recursion;	/* trace_recursion bits */
-	int state;			/* 0 unknown, 1 registering, 2 registered */
+	int state;			/* enum usft_task_state */
 	int sig_depth;			/* nested signal handlers (context level) */
 	int api_depth;			/* update-lock API calls in progress (usft_api_enter) */
 	int in_tramp_prog;		/* inside a trampoline callback (bpf_jit.c) */
@@ -466,14 +473,24 @@ void ftrace_callsite_rebuild_all(void);
 void ftrace_callsite_release(unsigned long lo, unsigned long hi);
 
 /* ---- options and counters (options.c) ------------------------------ */
+/* option sync: the value is the index of its name in options.c's sync_names[] */
+enum usft_sync {
+	USFT_SYNC_MEMBARRIER	= 0,	/* membarrier(SYNC_CORE), else the rendezvous */
+	USFT_SYNC_SIGNAL	= 1,	/* always the signal rendezvous */
+};
+/* option tramp_placement (placement_names[]) */
+enum usft_tramp_placement {
+	USFT_TRAMP_NEAR		= 0,	/* in branch reach of the text, else far */
+	USFT_TRAMP_FAR		= 1,
+};
 struct usft_options {
 	int ops_trampolines;
-	int sync;		/* 0 membarrier, 1 signal */
+	int sync;		/* enum usft_sync */
 	int sync_signal;
 	int direct_calls;
 	int jmp;
 	int single_direct_ops;
-	int tramp_placement;	/* 0 near, 1 far */
+	int tramp_placement;	/* enum usft_tramp_placement */
 	int per_callsite_ops;
 	int call_ops;
 	int graph_jmp;

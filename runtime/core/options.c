@@ -13,12 +13,12 @@
 
 struct usft_options usft_opts = {
 	.ops_trampolines = 1,
-	.sync = 0,
+	.sync = USFT_SYNC_MEMBARRIER,
 	.sync_signal = 0,	/* 0: SIGRTMIN + 7 chosen at init */
 	.direct_calls = 1,
 	.jmp = 1,
 	.single_direct_ops = 1,
-	.tramp_placement = 0,
+	.tramp_placement = USFT_TRAMP_NEAR,
 	.per_callsite_ops = 0,
 	.call_ops = 1,
 	.graph_jmp = 1,
@@ -38,6 +38,9 @@ struct usft_option_desc {
 
 static const char *const sync_names[] = { "membarrier", "signal", NULL };
 static const char *const placement_names[] = { "near", "far", NULL };
+_Static_assert(ARRAY_SIZE(sync_names) == USFT_SYNC_SIGNAL + 2 &&
+	       ARRAY_SIZE(placement_names) == USFT_TRAMP_FAR + 2,
+	       "option value names follow enum usft_sync / usft_tramp_placement");
 
 /*
  * The rendezvous signal must reach a handler usft installs, and no other

@@ -110,12 +110,13 @@ static void usft_task_exit(void *p)
 		t->reg_next = t->reg_prev = NULL;
 		t->listed = false;
 	}
-	t->state = 0;
+	t->state = USFT_TASK_UNKNOWN;
 	pthread_mutex_unlock(&usft_tasks_lock);
 }
 
 /*
- * Called from the entry code of callers/trampolines when state == 0.  Must
+ * Called from the entry code of callers/trampolines when state is
+ * USFT_TASK_UNKNOWN (0).  Must
  * not allocate, lock or make syscalls: a CAS onto the stack of new threads
  * and a pthread_setspecific() of a key created at init (below the
  * first-level key limit, which glibc serves from the thread descriptor
@@ -125,16 +126,16 @@ void usft_task_register(void)
 {
 	struct usft_task *t = &usft_task, *head;
 
-	if (t->state != 0)
+	if (t->state != USFT_TASK_UNKNOWN)
 		return;
-	t->state = 1;
+	t->state = USFT_TASK_REGISTERING;
 	head = __atomic_load_n(&tasks_incoming, __ATOMIC_RELAXED);
 	do {
 		t->incoming = head;
 	} while (!__atomic_compare_exchange_n(&tasks_incoming, &head, t, true, __ATOMIC_SEQ_CST,
 					      __ATOMIC_RELAXED));
 	pthread_setspecific(usft_task_key, t);
-	smp_store_release(&t->state, 2);
+	smp_store_release(&t->state, USFT_TASK_REGISTERED);
 }
 
 static void usft_tasks_atfork_child(void)
@@ -146,10 +147,10 @@ static void usft_tasks_atfork_child(void)
 	tasks_incoming = NULL;
 	tasks_list.reg_next = tasks_list.reg_prev = &tasks_list;
 	t->listed = false;	/* its links point into the parent's list */
-	if (t->state == 2)
+	if (t->state == USFT_TASK_REGISTERED)
 		tasks_list_add(t);
 	else
-		t->state = 0;
+		t->state = USFT_TASK_UNKNOWN;
 }
 
 void usft_tasks_init(void)

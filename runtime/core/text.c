@@ -144,7 +144,7 @@ void usft_sync_core(void)
 {
 	usft_count(nr_syncs);
 	USFT_TEXT_STEP();
-	if (sync_core_ok && usft_opts.sync == 0) {
+	if (sync_core_ok && usft_opts.sync == USFT_SYNC_MEMBARRIER) {
 		if (syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE, 0, 0) == 0)
 			return;
 	}

@@ -34,7 +34,7 @@ unsigned long usft_execmem_reserve(unsigned long near_ip, size_t len, struct usf
 		lo = obj->text_lo;
 		hi = obj->text_hi;
 	}
-	if (usft_opts.tramp_placement == 0 && hi) {
+	if (usft_opts.tramp_placement == USFT_TRAMP_NEAR && hi) {
 		w = usft_window_near(lo, hi, ARCH_NEAR_REACH);
 		addr = w ? usft_execmem_alloc(w, len) : 0;
 	}
