@@ -16,8 +16,8 @@
 #include <elf.h>
 #include <errno.h>
 #include <string.h>
-#include <asm/ptrace.h>
 #include <sys/ptrace.h>
+#include <sys/user.h>
 #include <sys/uio.h>
 #include "inject.h"
 
@@ -25,9 +25,14 @@
 #define NT_ARM_SYSTEM_CALL 0x404
 #endif
 
+/*
+ * glibc's <sys/user.h> layouts of NT_PRSTATUS and NT_FPREGSET (the uapi
+ * user_pt_regs / user_fpsimd_state): <asm/ptrace.h> would be the runtime's
+ * own arch header on this include path.
+ */
 struct inject_regs {
-	struct user_pt_regs gpr;
-	struct user_fpsimd_state fp;
+	struct user_regs_struct gpr;
+	struct user_fpsimd_struct fp;
 	int syscallno;
 };
 
