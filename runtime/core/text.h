@@ -49,7 +49,7 @@ bool usft_any_pc(unsigned long pc);
 int usft_signal_blocker(int signo, char *comm, size_t len);
 
 /* usft_uc_pc(uc): the interrupted program counter of a signal context */
-#include "asm/ptrace.h"
+#include "asm/uc_regs.h"	/* not asm/ptrace.h: that would shadow the uapi header */
 int usft_threads_scan(void (*fn)(ucontext_t *uc, void *arg), void *arg,
 		      bool (*sleeper_ok)(unsigned long pc),
 		      unsigned long *blocked_pc, int max, int *nblocked);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * arch/arm64/asm/ptrace.h - the machine state of a signal context (the
+ * arch/arm64/asm/uc_regs.h - the machine state of a signal context (the
  * kernel's instruction_pointer() of arch/arm64/include/asm/ptrace.h, on a
  * ucontext_t).
  */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * arch/x86_64/asm/ptrace.h - the machine state of a signal context (the
+ * arch/x86_64/asm/uc_regs.h - the machine state of a signal context (the
  * kernel's instruction_pointer() of arch/x86/include/asm/ptrace.h, on a
  * ucontext_t).
  */
