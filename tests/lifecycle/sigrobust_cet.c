@@ -6,4 +6,4 @@
  */
 #include "test_common.h"
 
-TRACEE long sr_fcet(long x) { TRACEE_BODY(); return x * 7 + 3; }
+__attribute__((aligned(16))) TRACEE long sr_fcet(long x) { TRACEE_BODY(); return x * 7 + 3; }

@@ -16,6 +16,7 @@
  * Traps that are not ours go to the handler that was installed before.
  */
 #include <signal.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 #include <stdint.h>
@@ -283,11 +284,29 @@ static __no_tsan int poke_flush_without_traps(void)
 			return 1;
 		}
 		if (a + poke_vec[i].len > (a & ~15UL) + 16) {
-			pr_err("usft: thread %d (%s) blocks SIGTRAP, and the site at %#lx crosses a "
-			       "16-byte boundary, so it cannot be written without an INT3 that would "
-			       "kill that thread: refused (EBUSY); unblock SIGTRAP in that thread\n",
-			       tid, comm, a);
-			return -EBUSY;
+			/*
+			 * glibc blocks every signal in a thread being created
+			 * or exiting: such a blocker runs no traced code and
+			 * is gone in microseconds.  Wait for it a little; a
+			 * lasting one gets the INT3 protocol with a warning
+			 * (refusing would stop the runtime: ftrace_bug()).
+			 */
+			static int lasting;	/* waited for in vain once: not again */
+
+			for (int tries = 0; tid > 0 && tid != lasting && tries < 20; tries++) {
+				struct timespec ms = { 0, 1000000 };
+
+				nanosleep(&ms, NULL);
+				tid = usft_signal_blocker(SIGTRAP, comm, sizeof(comm));
+			}
+			if (tid > 0 && tid != lasting)
+				pr_warn("usft: thread %d (%s) blocks SIGTRAP, and the site at %#lx "
+					"crosses a 16-byte boundary, so it is written with an INT3: "
+					"that thread dies if it runs the site now; unblock SIGTRAP "
+					"in it\n", tid, comm, a);
+			if (tid > 0)
+				lasting = tid;
+			return 1;
 		}
 	}
 	for (i = 0; i < poke_nr && !ret; i++)
