@@ -4,8 +4,8 @@
 conditional on an architecture (__x86_64__, __aarch64__, ...) in the
 runtime or the CLI outside runtime/arch/ and the public usft/asm/ headers.
 Generic code asks the arch through hooks with generic fallbacks
-(ARCH_HAS_* in the arch's asm/ftrace.h, core/arch.h); usft/ftrace_regs.h,
-the public header that picks the usft/asm/ one, is the one exception."""
+(ARCH_HAS_* in the arch's asm/ftrace.h, core/arch.h); the public header
+that picks the arch's one is usft/asm/arch.h, inside the boundary."""
 import argparse
 import os
 import re
@@ -16,7 +16,7 @@ ARCH_MACRO = re.compile(r'\b__(x86_64|amd64|i386|aarch64|arm|ARM_\w+|riscv|power
 COND = re.compile(r'^\s*#\s*(if|ifdef|ifndef|elif|elifdef|elifndef)\b(.*)$')
 ROOTS = ('runtime', 'inject')
 ALLOWED = ('runtime/arch/', 'runtime/include/usft/asm/')
-EXCEPT = {'runtime/include/usft/ftrace_regs.h'}
+EXCEPT = set()
 
 
 def conditionals(text):

@@ -19,13 +19,7 @@ struct ftrace_regs;
 #define USFT_STACK_NTH_MAX	512U
 #endif
 
-#if defined(__x86_64__)
-#include <usft/asm/x86_64.h>
-#elif defined(__aarch64__)
-#include <usft/asm/arm64.h>
-#else
-#error "usft supports x86-64 and arm64 only"
-#endif
+#include <usft/asm/arch.h>
 
 #ifndef __ASSEMBLER__
 #include <stdbool.h>
