@@ -27,12 +27,46 @@ enum {
 	USFT_EXIT_NOTFOUND = 127,	/* record: PROG not found */
 };
 
+/* where the preload shim is looked for (the build sets these) */
+#ifndef USFT_PRELOAD_NAME
+#define USFT_PRELOAD_NAME "libusft-preload.so"
+#endif
+#ifndef USFT_BIN_TO_LIB
+#define USFT_BIN_TO_LIB "../lib"
+#endif
+#ifndef USFT_INSTALL_LIBDIR
+#define USFT_INSTALL_LIBDIR "/usr/local/lib"
+#endif
+
+/* ---- cli.c: shared by every command ------------------------------------ */
+
+/* the usage of @cmd, or the command list (@cmd NULL or unknown) */
 void usft_usage(FILE *out, const char *cmd);
+/* "usft CMD: <message>" and the --help hint; Return: USFT_EXIT_USAGE */
 int usft_usage_error(const char *cmd, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+/* getopt_long()'s '?' (unknown option) or ':' (its value missing), said
+ * once (run getopt with opterr = 0); Return: USFT_EXIT_USAGE */
+int usft_bad_option(const char *cmd, int c, char **argv);
+/*
+ * A decimal number for option @opt of @cmd in [min, max]; Return: false
+ * after the usage error that names the option, the value and the range
+ * (*rc: its exit code).
+ */
+bool usft_cli_number(const char *cmd, const char *opt, const char *arg, long long min,
+		     long long max, const char *what, long long *out, int *rc);
 /* PATH search like execvp(); Return: 0 or -1 with errno */
 int usft_find_program(const char *prog, char *out, size_t len);
-int usft_cmd_list(int argc, char **argv);
+/* @p exists and can be read */
+bool usft_readable(const char *p);
+/* libusft-preload.so for this usft (USFT_PRELOAD, next to us, ../lib,
+ * installed); Return: 0 or -1 */
+int usft_find_preload(char *out, size_t len);
+
+/* ---- the commands (usft.c dispatches) ---------------------------------- */
+
+int usft_cmd_record(int argc, char **argv);	/* record.c */
+int usft_cmd_list(int argc, char **argv);	/* list.c */
 /*
  * deps.c: @prog (the real path, [0]) and the shared objects it loads, found
  * by reading files only (the loader's search rules).  Return: 0 or -errno.
@@ -74,8 +108,6 @@ int usft_prog_interp(const char *path, char *interp, size_t len);
 int usft_libtool_target(const char *path, char *out, size_t len);
 /* the sites of @path (link-time addresses, malloc'd); Return: 0 or -errno */
 int usft_read_sites(const char *path, unsigned long **addrs, size_t *n);
-/* libusft-preload.so for this usft; Return: 0 or -1 */
-int usft_find_preload(char *out, size_t len);
 
 /* attach.c: the commands that reach a running process */
 struct usft_record_args {

@@ -6,8 +6,8 @@ Sources of truth, read from the code:
   - USFT_OPTIONS keys: the table of runtime/core/options.c, and what
     `usft stat` prints;
   - environment variables: every getenv("USFT_...") in runtime/ and inject/;
-  - command-line options: the getopt tables of inject/cli/usft.c and the
-    flags inject/cli/list.c compares against.
+  - command-line options: the getopt tables of inject/cli/record.c and
+    inject/cli/usft.c and the flags inject/cli/list.c compares against.
 Checked against them: docs/options.md (all three), docs/usft.1 (command
 options, environment), `usft --help` and `usft help CMD` (command options).
 Every option documented must exist and every existing one be documented.
@@ -72,8 +72,9 @@ def function_body(src, name):
 def code_cli(root):
     usft = read(root, 'inject/cli/usft.c')
     out = {}
-    for cmd in ('record', 'report'):
-        body = function_body(usft, 'cmd_' + cmd)
+    for cmd, src, fn in (('record', read(root, 'inject/cli/record.c'), 'usft_cmd_record'),
+                         ('report', usft, 'cmd_report')):
+        body = function_body(src, fn)
         longs = re.findall(r'\{\s*"([\w-]+)",\s*(?:required|no|optional)_argument', body)
         optstring = re.search(r'getopt_long\(argc, argv, "([^"]*)"', body).group(1)
         shorts = {'-' + c for c in optstring.lstrip('+:') if c.isalnum()}

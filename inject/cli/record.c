@@ -1,0 +1,385 @@
+// SPDX-License-Identifier: MIT
+/*
+ * inject/cli/record.c - `usft record [OPTIONS] [--] PROG [ARGS]` (docs/usft.1):
+ * runs PROG with LD_PRELOAD=libusft-preload.so and the choices in USFT_*
+ * variables, waits for it (and what it leaves running), prints one summary
+ * line on stderr and exits with PROG's status (125: usft failed, 126: PROG
+ * not executable, 127: PROG not found, 128+N: PROG killed by signal N).
+ * Flags follow trace-cmd where it has one.  `record -P PID` goes on in
+ * attach.c (usft_record_pid()).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <usft/usft.h>
+#include "cli.h"
+#include "trace_format.h"
+
+/*
+ * libusft itself goes into LD_PRELOAD right after the shim: loaded as the
+ * shim's dependency it would come after libc in the global scope, where
+ * its dlsym(RTLD_NEXT, "sigaction"/"dlclose") finds nothing.  (Before the
+ * shim, RTLD_NEXT would find the shim's forwarders instead.)  Next to the
+ * shim (install tree), or where this build made it.
+ */
+static int find_libusft(const char *preload, char *out, size_t len)
+{
+	const char *slash = strrchr(preload, '/');
+
+	if (slash && snprintf(out, len, "%.*s/libusft.so.0", (int)(slash - preload), preload) < (int)len &&
+	    usft_readable(out))
+		return 0;
+#ifdef USFT_BUILD_LIBUSFT
+	if (snprintf(out, len, "%s", USFT_BUILD_LIBUSFT) < (int)len && usft_readable(out))
+		return 0;
+#endif
+	return -1;
+}
+
+static void append(char **list, const char *item)
+{
+	size_t a = *list ? strlen(*list) : 0, b = strlen(item);
+	char *p = realloc(*list, a + b + 2);
+
+	if (!p)
+		return;
+	if (a)
+		p[a++] = ' ';
+	memcpy(p + a, item, b + 1);
+	*list = p;
+}
+
+/* an ELF program without PT_INTERP, or the one a libtool wrapper runs */
+static bool is_static(const char *path)
+{
+	char interp[PATH_MAX], real[PATH_MAX];
+	int r = usft_prog_interp(path, interp, sizeof(interp));
+
+	if (r < 0 && !usft_libtool_target(path, real, sizeof(real)))
+		r = usft_prog_interp(real, interp, sizeof(interp));
+	return r == 0;
+}
+
+/*
+ * PROG has exited; the processes it started and left running (a daemon()
+ * child, background children: reparented to us, the child subreaper) are
+ * still writing to the trace.  Record until they exit too; ^C stops that.
+ * SIGINT and SIGCHLD are taken with sigwaitinfo(), so no handler (and no
+ * restarted waitpid()) is involved.
+ */
+static void wait_leftovers(const char *prog, const char *output, bool quiet)
+{
+	sigset_t set, old;
+	bool stopped = false;
+	int st;
+	pid_t p;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &set, &old);
+	while ((p = waitpid(-1, &st, WNOHANG)) > 0)
+		;
+	if (p == 0) {
+		if (!quiet)
+			fprintf(stderr, "usft: %s left processes running (a daemon, background "
+				"children): recording until they exit (Ctrl-C stops waiting)\n", prog);
+		for (;;) {
+			int sig = sigwaitinfo(&set, NULL);
+
+			if (sig == SIGINT) {
+				stopped = true;
+				break;
+			}
+			while ((p = waitpid(-1, &st, WNOHANG)) > 0)
+				;
+			if (p < 0 && errno != EINTR)
+				break;		/* ECHILD: nothing left */
+		}
+	}
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	if (stopped && !quiet)
+		fprintf(stderr, "usft: stopped waiting: the processes still running go on writing "
+			"to %s; the summary counts what they wrote so far\n", output);
+}
+
+int usft_cmd_record(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "plugin", required_argument, NULL, 'p' },
+		{ "tracer", required_argument, NULL, 'p' },
+		{ "filter", required_argument, NULL, 'l' },
+		{ "notrace", required_argument, NULL, 'n' },
+		{ "graph-function", required_argument, NULL, 'g' },
+		{ "max-graph-depth", required_argument, NULL, 'D' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "buffer-size", required_argument, NULL, 'b' },
+		{ "clock", required_argument, NULL, 'C' },
+		{ "option", required_argument, NULL, 'O' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "prefault", no_argument, NULL, 'F' },
+		{ "follow-symlink", no_argument, NULL, 'S' },
+		{ "pid", required_argument, NULL, 'P' },
+		{ "duration", required_argument, NULL, 'T' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	const char *tracer = "function", *output = "usft.dat", *clk = NULL;
+	char *filter = NULL, *notrace_list = NULL, *graph = NULL, *options = NULL;
+	char preload[PATH_MAX], progpath[PATH_MAX], num[32];
+	long long depth = 0, bufkb = 0;
+	bool quiet = false, prefault = false, follow = false, empty;
+	const char *pid_arg = NULL;
+	double duration = 0;
+	struct usft_out out;
+	int c, status, rc, ep[2], exec_err = 0;
+	ssize_t n;
+	pid_t pid;
+
+	optind = 1;
+	opterr = 0;	/* bad_option() says it, with the fix */
+	while ((c = getopt_long(argc, argv, "+:p:l:n:g:o:b:C:O:P:qh", lo, NULL)) != -1) {
+		switch (c) {
+		case 'p':
+			tracer = optarg;
+			break;
+		case 'l':
+			append(&filter, optarg);
+			break;
+		case 'n':
+			append(&notrace_list, optarg);
+			break;
+		case 'g':
+			append(&graph, optarg);
+			break;
+		case 'D':
+			if (!usft_cli_number("record", "--max-graph-depth", optarg, 0, USFT_MAX_GRAPH_DEPTH,
+					"levels; 0: no limit", &depth, &rc))
+				return rc;
+			break;
+		case 'o':
+			output = optarg;
+			break;
+		case 'b':
+			if (!usft_cli_number("record", "-b", optarg, USFT_RING_MIN_BYTES >> 10,
+					USFT_RING_MAX_BYTES >> 10, "KiB of ring per thread",
+					&bufkb, &rc))
+				return rc;
+			break;
+		case 'C':
+			clk = optarg;
+			if (strcmp(clk, "auto") && strcmp(clk, "mono") && strcmp(clk, "counter"))
+				return usft_usage_error("record", "unknown clock '%s'", clk);
+			break;
+		case 'O': {
+			char *eq = strchr(optarg, '='), name[64], was[32];
+			bool known;
+
+			/* checked here (the program would only warn and go on) */
+			snprintf(name, sizeof(name), "%.*s", eq ? (int)(eq - optarg) : (int)strlen(optarg),
+				 optarg);
+			known = !usft_get_option(name, was, sizeof(was));
+			if (usft_set_option(name, eq ? eq + 1 : "1"))
+				return usft_usage_error("record", "-O %s refused (the line above "
+							"says why)", optarg);
+			/* only checked: the option is the program's, not this process's
+			 * (stat_at_exit=1 would print usft's own counters too) */
+			if (known)
+				usft_set_option(name, was);
+			if (options) {
+				char *p = realloc(options, strlen(options) + strlen(optarg) + 2);
+
+				if (!p)
+					return USFT_EXIT_RECORD_FAIL;
+				options = strcat(strcat(p, ","), optarg);
+			} else {
+				options = strdup(optarg);
+			}
+			break;
+		}
+		case 'q':
+			quiet = true;
+			break;
+		case 'F':
+			prefault = true;
+			break;
+		case 'S':
+			follow = true;
+			break;
+		case 'P':
+			pid_arg = optarg;
+			break;
+		case 'T': {
+			char *end;
+
+			duration = strtod(optarg, &end);
+			if (*end || !(duration > 0))
+				return usft_usage_error("record", "bad duration '%s' (seconds > 0)",
+							optarg);
+			break;
+		}
+		case 'h':
+			usft_usage(stdout, "record");
+			return 0;
+		default:
+			return usft_bad_option("record", c, argv);
+		}
+	}
+	if (strcmp(tracer, "function") && strcmp(tracer, "function_graph") &&
+	    strcmp(tracer, "profile") && strcmp(tracer, "nop"))
+		return usft_usage_error("record", "unknown tracer '%s' (function, function_graph, "
+					"profile, nop)", tracer);
+	if (pid_arg && optind < argc)
+		return usft_usage_error("record", "-P PID or a program to run, not both");
+	if (!pid_arg && duration > 0)
+		return usft_usage_error("record", "--duration goes with -P PID");
+	if (pid_arg && (options || prefault))
+		return usft_usage_error("record", "-O and --prefault apply to a program usft runs, "
+					"not to -P");
+	if (optind >= argc && !pid_arg)
+		return usft_usage_error("record", "no program to run");
+	if (usft_find_preload(preload, sizeof(preload))) {
+		fprintf(stderr, "usft: cannot find %s (set USFT_PRELOAD)\n", USFT_PRELOAD_NAME);
+		return USFT_EXIT_RECORD_FAIL;
+	}
+	if (pid_arg) {
+		struct usft_record_args ra = {
+			.tracer = tracer, .filter = filter, .notrace_list = notrace_list, .graph = graph,
+			.clock = clk, .depth = depth, .bufkb = bufkb, .output = output,
+			.follow_symlink = follow, .duration = duration, .quiet = quiet,
+		};
+		int r = usft_record_pid(pid_arg, &ra);
+
+		free(filter);
+		free(notrace_list);
+		free(graph);
+		return r;
+	}
+	/* the program first: a missing one must not cost an existing trace */
+	if (usft_find_program(argv[optind], progpath, sizeof(progpath))) {
+		int e = errno;
+
+		fprintf(stderr, "usft: %s: %s\n", argv[optind], strerror(e));
+		return e == ENOENT ? USFT_EXIT_NOTFOUND : USFT_EXIT_NOEXEC;
+	}
+	if (is_static(progpath)) {
+		fprintf(stderr, "usft: %s is statically linked: LD_PRELOAD cannot load usft into it, "
+			"so nothing can be recorded (`usft list -f %s` still lists its functions).\n"
+			"usft: link it dynamically (without -static), or link libusft.a "
+			"(usft::usft_static) into it and register an ftrace_ops in the program "
+			"itself (docs/getting-started.md, \"Use the API in your own program\")\n",
+			argv[optind], argv[optind]);
+		return USFT_EXIT_RECORD_FAIL;
+	}
+	/* a private temporary file (traces hold sensitive data) that every
+	 * process of the run appends to; FILE itself only once it ran */
+	if (usft_out_prepare(output, follow, &out))
+		return USFT_EXIT_RECORD_FAIL;
+	/* tells the parent whether execv() failed (closed by a successful one) */
+	if (pipe2(ep, O_CLOEXEC)) {
+		fprintf(stderr, "usft: pipe: %s\n", strerror(errno));
+		usft_out_abort(&out);
+		return USFT_EXIT_RECORD_FAIL;
+	}
+	/* what PROG leaves running (daemon(), background children) comes back to us */
+	prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+	pid = fork();
+	if (pid < 0) {
+		fprintf(stderr, "usft: fork: %s\n", strerror(errno));
+		usft_out_abort(&out);
+		return USFT_EXIT_RECORD_FAIL;
+	}
+	if (pid == 0) {
+		const char *old = getenv("LD_PRELOAD");
+		char *lp = NULL, libusft[PATH_MAX];
+
+		append(&lp, preload);
+		if (!find_libusft(preload, libusft, sizeof(libusft)))
+			append(&lp, libusft);
+		if (old && *old)
+			append(&lp, old);
+		setenv("LD_PRELOAD", lp, 1);
+		setenv("USFT_TRACER", tracer, 1);
+		close(ep[0]);
+		setenv("USFT_OUTPUT", usft_out_write_path(&out), 1);
+		setenv("USFT_APPEND", "1", 1);
+		if (filter)
+			setenv("USFT_FILTER", filter, 1);
+		if (notrace_list)
+			setenv("USFT_NOTRACE", notrace_list, 1);
+		if (graph)
+			setenv("USFT_GRAPH_FUNCS", graph, 1);
+		if (depth) {
+			snprintf(num, sizeof(num), "%lld", depth);
+			setenv("USFT_MAX_DEPTH", num, 1);
+		}
+		if (bufkb) {
+			snprintf(num, sizeof(num), "%lldK", bufkb);
+			setenv("USFT_BUFFER_SIZE", num, 1);
+		}
+		if (clk)
+			setenv("USFT_CLOCK", clk, 1);
+		if (prefault)
+			setenv("USFT_PREFAULT", "1", 1);
+		if (options) {
+			const char *o = getenv("USFT_OPTIONS");
+			char *all = NULL;
+
+			if (o && *o) {
+				all = malloc(strlen(o) + strlen(options) + 2);
+				if (all)
+					sprintf(all, "%s,%s", o, options);
+			}
+			setenv("USFT_OPTIONS", all ? all : options, 1);
+		}
+		signal(SIGINT, SIG_DFL);
+		signal(SIGQUIT, SIG_DFL);
+		execv(progpath, argv + optind);
+		exec_err = errno;
+		if (write(ep[1], &exec_err, sizeof(exec_err)) < 0)
+			fprintf(stderr, "usft: %s: %s\n", argv[optind], strerror(exec_err));
+		_exit(exec_err == ENOENT ? USFT_EXIT_NOTFOUND : USFT_EXIT_NOEXEC);
+	}
+	/* the terminal's ^C reaches PROG; we stay to write the summary */
+	signal(SIGINT, SIG_IGN);
+	signal(SIGQUIT, SIG_IGN);
+	close(ep[1]);
+	do {
+		n = read(ep[0], &exec_err, sizeof(exec_err));
+	} while (n < 0 && errno == EINTR);
+	close(ep[0]);
+	if (n != sizeof(exec_err))
+		exec_err = 0;	/* EOF: the program runs */
+	while (waitpid(pid, &status, 0) < 0) {
+		if (errno != EINTR) {
+			fprintf(stderr, "usft: waitpid: %s\n", strerror(errno));
+			return USFT_EXIT_RECORD_FAIL;
+		}
+	}
+	if (exec_err) {
+		/* it never ran: nothing was written, FILE is as it was */
+		fprintf(stderr, "usft: %s: %s\n", argv[optind], strerror(exec_err));
+		usft_out_abort(&out);
+		return exec_err == ENOENT ? USFT_EXIT_NOTFOUND : USFT_EXIT_NOEXEC;
+	}
+	wait_leftovers(argv[optind], output, quiet);
+	if (usft_out_commit(&out, false, &empty))
+		rc = USFT_EXIT_RECORD_FAIL;
+	else
+		rc = WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
+	if (!quiet && rc != USFT_EXIT_RECORD_FAIL)
+		usft_record_summary(&out, argv[optind], progpath, empty);
+	free(filter);
+	free(notrace_list);
+	free(graph);
+	free(options);
+	return rc;
+}
