@@ -1,32 +1,12 @@
 // SPDX-License-Identifier: MIT
 /*
- * inject/preload.c - libusft-preload.so, the LD_PRELOAD shim `usft record`
- * runs programs under (any program built with the patch flags; no relink).
+ * inject/preload/wrappers.c - the libc functions libusft-preload.so
+ * interposes (the constructor and the USFT_* variables: shim.c).
  *
- * Constructor: read the USFT_* variables, start the tracer (tracers/).
- * Destructor (and _exit/_Exit): stop it and finish the trace file.  The
- * shim's destructor runs after the program's own (it was initialised
- * before them), so their calls are traced too.
- *
- *   USFT_TRACER       function | function_graph | profile | nop
- *   USFT_FILTER       globs to trace (-l), USFT_NOTRACE globs not to (-n)
- *   USFT_GRAPH_FUNCS  function_graph below these functions only (-g)
- *   USFT_MAX_DEPTH    function_graph depth limit (--max-graph-depth), 0..1024
- *   USFT_OUTPUT       trace file (default usft.dat), USFT_APPEND=1 keeps it
- *   USFT_BUFFER_SIZE  ring bytes per thread (K/M/G suffixes), 4K..16G;
- *                     USFT_MAX_THREADS ring slots, 4..65536 (a number out of
- *                     range: a message, and nothing is traced)
- *   USFT_PREFAULT=1   fault in the first thread's whole ring at start
- *   USFT_CLOCK        auto | mono | counter
- *   USFT_OPTIONS      runtime options (read by libusft itself)
- *   USFT_CONTROL=0    no control socket (tracers/control.c)
- * In a secure-execution program (set-uid, set-gid, capabilities:
- * getauxval(AT_SECURE)) the shim does nothing at all.
- *
- * Interposers.  libusft's own sigaction/signal/dlclose carry the version
- * USFT_0.1 and so only bind in programs linked with -lusft; here they are
- * unversioned, bind to every caller and forward to libusft's (dlvsym).
- * The shim also wraps what must see the real return addresses that the
+ * libusft's own sigaction/signal/dlclose carry the version USFT_0.1 and
+ * so only bind in programs linked with -lusft; here they are unversioned,
+ * bind to every caller and forward to libusft's (dlvsym).  The shim also
+ * wraps what must see the real return addresses that the
  * function_graph hook replaced (exceptions, backtrace(), pthread_exit()),
  * what ends the process image (exec*, _exit) so the trace is written first,
  * and dlopen()/dlclose() so functions of loaded objects are traced at once
@@ -45,7 +25,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <ucontext.h>
@@ -53,11 +32,10 @@
 #include <unwind.h>
 #include <usft/fgraph.h>
 #include <usft/usft.h>
+#include "preload.h"
 #include "tracer.h"
 
 #define EXPORT __attribute__((visibility("default")))
-
-static int preload_secure;
 
 /* ---- forwarding to libusft's versioned interposers ---------------------- */
 
@@ -101,9 +79,9 @@ static int order_cb(struct dl_phdr_info *info, size_t size, void *data)
  * LD_PRELOAD to avoid that); then its wrappers cannot work and we call
  * libc's functions directly, without signal contexts and dlclose ordering.
  */
-static bool libusft_misplaced;
+bool preload_libusft_misplaced;
 
-static void resolve_hooks(void)
+void preload_resolve_hooks(void)
 {
 	struct load_order o = { -1, -1, 0 };
 	void *libc = NULL;
@@ -111,8 +89,8 @@ static void resolve_hooks(void)
 	if (!real_dlopen_fn)
 		real_dlopen_fn = (dlopen_fn)next_sym("dlopen");
 	dl_iterate_phdr(order_cb, &o);
-	libusft_misplaced = o.libusft >= 0 && o.libc >= 0 && o.libusft > o.libc;
-	if (libusft_misplaced && real_dlopen_fn)
+	preload_libusft_misplaced = o.libusft >= 0 && o.libc >= 0 && o.libusft > o.libc;
+	if (preload_libusft_misplaced && real_dlopen_fn)
 		libc = real_dlopen_fn("libc.so.6", RTLD_LAZY | RTLD_NOLOAD);
 	if (libc) {
 		usft_sigaction_fn = (sigaction_fn)dlsym(libc, "sigaction");
@@ -131,7 +109,7 @@ static void resolve_hooks(void)
 EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *oact)
 {
 	if (!usft_sigaction_fn)
-		resolve_hooks();
+		preload_resolve_hooks();
 	if (!usft_sigaction_fn) {
 		errno = ENOSYS;
 		return -1;
@@ -142,7 +120,7 @@ EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *oac
 EXPORT __sighandler_t signal(int sig, __sighandler_t handler)
 {
 	if (!usft_signal_fn)
-		resolve_hooks();
+		preload_resolve_hooks();
 	if (!usft_signal_fn) {
 		errno = ENOSYS;
 		return SIG_ERR;
@@ -214,7 +192,7 @@ static bool obj_listed(const struct obj_list *l, const struct obj_range *o)
 	{									\
 		static ret (*fn) params;					\
 										\
-		if (!fn && !libusft_misplaced)					\
+		if (!fn && !preload_libusft_misplaced)				\
 			fn = (ret (*) params)dlvsym(RTLD_DEFAULT, #name, "USFT_0.1"); \
 		if (!fn)							\
 			fn = (ret (*) params)next_sym(#name);			\
@@ -238,7 +216,7 @@ EXPORT int dlclose(void *handle)
 	int ret, saved;
 
 	if (!usft_dlclose_fn)
-		resolve_hooks();
+		preload_resolve_hooks();
 	/* name everything the object's code produced before it goes */
 	usft_tracer_flush();
 	if (!usft_dlclose_fn)
@@ -408,7 +386,7 @@ EXPORT void *dlopen(const char *file, int mode)
 	void *h;
 
 	if (!real_dlopen_fn)
-		resolve_hooks();
+		preload_resolve_hooks();
 	if (!real_dlopen_fn)
 		return NULL;
 	h = dlopen_like(file, mode, caller);
@@ -449,13 +427,13 @@ static char **carried;		/* "NAME=value" strings, NULL-terminated */
 static size_t nr_carried;
 static const char *shim_path;	/* this shim's file, as LD_PRELOAD names it */
 
-static void carry_env_init(void)
+void preload_carry_env_init(void)
 {
 	extern char **environ;
 	size_t n = 0;
 	Dl_info di;
 
-	if (dladdr((void *)carry_env_init, &di) && di.dli_fname)
+	if (dladdr((void *)preload_carry_env_init, &di) && di.dli_fname)
 		shim_path = di.dli_fname;
 	for (char **e = environ; e && *e; e++)
 		if (!strncmp(*e, "USFT_", 5) || !strncmp(*e, "LD_PRELOAD=", 11))
@@ -983,121 +961,3 @@ EXPORT void pthread_exit(void *retval)
 	__builtin_unreachable();
 }
 
-/* ---- start and stop --------------------------------------------------------- */
-
-/*
- * A USFT_* number (@s, the value of @name): decimal, in [min, max], with K/M/G (x1024) when
- * @suffixes.  Unset or empty: 0.  Return: false (and a message naming the
- * variable, the value and the range) when it is not such a number.
- */
-static bool env_number(const char *name, const char *s, bool suffixes, unsigned long long min,
-		       unsigned long long max, unsigned long long *out)
-{
-	unsigned long long v;
-	unsigned int shift = 0;
-	char *end;
-
-	*out = 0;
-	if (!s || !*s)
-		return true;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (suffixes && end != s && end[0] && !end[1]) {
-		switch (*end) {
-		case 'k': case 'K': shift = 10; end++; break;
-		case 'm': case 'M': shift = 20; end++; break;
-		case 'g': case 'G': shift = 30; end++; break;
-		default: break;
-		}
-	}
-	if (errno || end == s || *end || s[0] == '-' || (shift && v > (max >> shift)) ||
-	    (v << shift) < min || (v << shift) > max) {
-		if (suffixes)
-			fprintf(stderr, "usft: %s=%s is not a size in %lluK..%lluG (bytes, or K, M, "
-				"G: x1024): tracing is off (fix or unset it)\n", name, s, min >> 10,
-				max >> 30);
-		else
-			fprintf(stderr, "usft: %s=%s is not a number in %llu..%llu: tracing is off "
-				"(fix or unset it)\n", name, s, min, max);
-		return false;
-	}
-	*out = v << shift;
-	return true;
-}
-
-__attribute__((constructor)) static void usft_preload_init(void)
-{
-	struct usft_trace_opts o = { 0 };
-	unsigned long long ring, depth, threads;
-	char abs_out[PATH_MAX];
-	const char *v;
-	int ret;
-
-	if (getauxval(AT_SECURE)) {
-		preload_secure = 1;
-		return;
-	}
-	resolve_hooks();
-	o.tracer = getenv("USFT_TRACER");
-	if (!o.tracer || !*o.tracer)
-		return;
-	o.filter = getenv("USFT_FILTER");
-	o.notrace_list = getenv("USFT_NOTRACE");
-	o.graph_funcs = getenv("USFT_GRAPH_FUNCS");
-	o.clock = getenv("USFT_CLOCK");
-	o.output = getenv("USFT_OUTPUT");
-	/* a number out of range is never clamped into one the user did not ask for */
-	if (!env_number("USFT_MAX_DEPTH", getenv("USFT_MAX_DEPTH"), false, 0,
-			USFT_MAX_GRAPH_DEPTH, &depth) ||
-	    !env_number("USFT_BUFFER_SIZE", getenv("USFT_BUFFER_SIZE"), true, USFT_RING_MIN_BYTES,
-			USFT_RING_MAX_BYTES, &ring) ||
-	    !env_number("USFT_MAX_THREADS", getenv("USFT_MAX_THREADS"), false, USFT_MIN_THREADS,
-			USFT_MAX_THREADS, &threads))
-		return;
-	o.max_depth = (int)depth;
-	o.buffer_size = (size_t)ring;
-	o.max_threads = (unsigned int)threads;
-	o.append = (v = getenv("USFT_APPEND")) && !strcmp(v, "1");
-	o.prefault = (v = getenv("USFT_PREFAULT")) && !strcmp(v, "1");
-	if (!o.output || !*o.output)
-		o.output = USFT_TRACE_DEFAULT_FILE;
-	/* exec'd images and chdir() must find the same file */
-	if (o.output[0] != '/' && getcwd(abs_out, sizeof(abs_out)) &&
-	    strlen(abs_out) + strlen(o.output) + 2 < sizeof(abs_out)) {
-		strcat(abs_out, "/");
-		strcat(abs_out, o.output);
-		o.output = abs_out;
-	}
-	if (libusft_misplaced)
-		fprintf(stderr, "usft: libusft.so.0 loads after libc: put it in LD_PRELOAD right "
-			"after libusft-preload.so (signal contexts and dlclose handling are off)\n");
-	ret = usft_tracer_start(&o);
-	if (ret < 0) {
-		fprintf(stderr, "usft: %s tracer not started: %s\n", o.tracer, strerror(-ret));
-		return;
-	}
-	if (usft_tracer_active()) {
-		/* the next image of this process (exec) appends */
-		if (!o.append)
-			setenv("USFT_APPEND", "1", 1);
-		if (o.output == abs_out)
-			setenv("USFT_OUTPUT", abs_out, 1);
-		/* `usft stat -P`, `usft attach` reach this process (docs/attach.md) */
-		v = getenv("USFT_CONTROL");
-		if (!v || strcmp(v, "0")) {
-			usft_control_set_conf(&o);
-			usft_control_start();
-		}
-	}
-	usft_self_begin();
-	carry_env_init();
-	usft_self_end();
-}
-
-__attribute__((destructor)) static void usft_preload_fini(void)
-{
-	if (!preload_secure) {
-		usft_tracer_stop();
-		usft_control_exit();
-	}
-}

@@ -1,0 +1,159 @@
+// SPDX-License-Identifier: MIT
+/*
+ * inject/preload/shim.c - libusft-preload.so, the LD_PRELOAD shim `usft record`
+ * runs programs under (any program built with the patch flags; no relink):
+ * its start (the constructor: the USFT_* variables, the tracer) and stop.
+ *
+ * Constructor: read the USFT_* variables, start the tracer (tracers/).
+ * Destructor (and _exit/_Exit): stop it and finish the trace file.  The
+ * shim's destructor runs after the program's own (it was initialised
+ * before them), so their calls are traced too.
+ *
+ *   USFT_TRACER       function | function_graph | profile | nop
+ *   USFT_FILTER       globs to trace (-l), USFT_NOTRACE globs not to (-n)
+ *   USFT_GRAPH_FUNCS  function_graph below these functions only (-g)
+ *   USFT_MAX_DEPTH    function_graph depth limit (--max-graph-depth), 0..1024
+ *   USFT_OUTPUT       trace file (default usft.dat), USFT_APPEND=1 keeps it
+ *   USFT_BUFFER_SIZE  ring bytes per thread (K/M/G suffixes), 4K..16G;
+ *                     USFT_MAX_THREADS ring slots, 4..65536 (a number out of
+ *                     range: a message, and nothing is traced)
+ *   USFT_PREFAULT=1   fault in the first thread's whole ring at start
+ *   USFT_CLOCK        auto | mono | counter
+ *   USFT_OPTIONS      runtime options (read by libusft itself)
+ *   USFT_CONTROL=0    no control socket (tracers/control.c)
+ * In a secure-execution program (set-uid, set-gid, capabilities:
+ * getauxval(AT_SECURE)) the shim does nothing at all.
+ *
+ * The interposed libc functions are in wrappers.c.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <unistd.h>
+#include <usft/usft.h>
+#include "preload.h"
+#include "tracer.h"
+
+/* a secure-execution program: the shim did nothing, its destructor neither */
+static int preload_secure;
+
+/*
+ * A USFT_* number (@s, the value of @name): decimal, in [min, max], with K/M/G (x1024) when
+ * @suffixes.  Unset or empty: 0.  Return: false (and a message naming the
+ * variable, the value and the range) when it is not such a number.
+ */
+static bool env_number(const char *name, const char *s, bool suffixes, unsigned long long min,
+		       unsigned long long max, unsigned long long *out)
+{
+	unsigned long long v;
+	unsigned int shift = 0;
+	char *end;
+
+	*out = 0;
+	if (!s || !*s)
+		return true;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (suffixes && end != s && end[0] && !end[1]) {
+		switch (*end) {
+		case 'k': case 'K': shift = 10; end++; break;
+		case 'm': case 'M': shift = 20; end++; break;
+		case 'g': case 'G': shift = 30; end++; break;
+		default: break;
+		}
+	}
+	if (errno || end == s || *end || s[0] == '-' || (shift && v > (max >> shift)) ||
+	    (v << shift) < min || (v << shift) > max) {
+		if (suffixes)
+			fprintf(stderr, "usft: %s=%s is not a size in %lluK..%lluG (bytes, or K, M, "
+				"G: x1024): tracing is off (fix or unset it)\n", name, s, min >> 10,
+				max >> 30);
+		else
+			fprintf(stderr, "usft: %s=%s is not a number in %llu..%llu: tracing is off "
+				"(fix or unset it)\n", name, s, min, max);
+		return false;
+	}
+	*out = v << shift;
+	return true;
+}
+
+__attribute__((constructor)) static void usft_preload_init(void)
+{
+	struct usft_trace_opts o = { 0 };
+	unsigned long long ring, depth, threads;
+	char abs_out[PATH_MAX];
+	const char *v;
+	int ret;
+
+	if (getauxval(AT_SECURE)) {
+		preload_secure = 1;
+		return;
+	}
+	preload_resolve_hooks();
+	o.tracer = getenv("USFT_TRACER");
+	if (!o.tracer || !*o.tracer)
+		return;
+	o.filter = getenv("USFT_FILTER");
+	o.notrace_list = getenv("USFT_NOTRACE");
+	o.graph_funcs = getenv("USFT_GRAPH_FUNCS");
+	o.clock = getenv("USFT_CLOCK");
+	o.output = getenv("USFT_OUTPUT");
+	/* a number out of range is never clamped into one the user did not ask for */
+	if (!env_number("USFT_MAX_DEPTH", getenv("USFT_MAX_DEPTH"), false, 0,
+			USFT_MAX_GRAPH_DEPTH, &depth) ||
+	    !env_number("USFT_BUFFER_SIZE", getenv("USFT_BUFFER_SIZE"), true, USFT_RING_MIN_BYTES,
+			USFT_RING_MAX_BYTES, &ring) ||
+	    !env_number("USFT_MAX_THREADS", getenv("USFT_MAX_THREADS"), false, USFT_MIN_THREADS,
+			USFT_MAX_THREADS, &threads))
+		return;
+	o.max_depth = (int)depth;
+	o.buffer_size = (size_t)ring;
+	o.max_threads = (unsigned int)threads;
+	o.append = (v = getenv("USFT_APPEND")) && !strcmp(v, "1");
+	o.prefault = (v = getenv("USFT_PREFAULT")) && !strcmp(v, "1");
+	if (!o.output || !*o.output)
+		o.output = USFT_TRACE_DEFAULT_FILE;
+	/* exec'd images and chdir() must find the same file */
+	if (o.output[0] != '/' && getcwd(abs_out, sizeof(abs_out)) &&
+	    strlen(abs_out) + strlen(o.output) + 2 < sizeof(abs_out)) {
+		strcat(abs_out, "/");
+		strcat(abs_out, o.output);
+		o.output = abs_out;
+	}
+	if (preload_libusft_misplaced)
+		fprintf(stderr, "usft: libusft.so.0 loads after libc: put it in LD_PRELOAD right "
+			"after libusft-preload.so (signal contexts and dlclose handling are off)\n");
+	ret = usft_tracer_start(&o);
+	if (ret < 0) {
+		fprintf(stderr, "usft: %s tracer not started: %s\n", o.tracer, strerror(-ret));
+		return;
+	}
+	if (usft_tracer_active()) {
+		/* the next image of this process (exec) appends */
+		if (!o.append)
+			setenv("USFT_APPEND", "1", 1);
+		if (o.output == abs_out)
+			setenv("USFT_OUTPUT", abs_out, 1);
+		/* `usft stat -P`, `usft attach` reach this process (docs/attach.md) */
+		v = getenv("USFT_CONTROL");
+		if (!v || strcmp(v, "0")) {
+			usft_control_set_conf(&o);
+			usft_control_start();
+		}
+	}
+	usft_self_begin();
+	preload_carry_env_init();
+	usft_self_end();
+}
+
+__attribute__((destructor)) static void usft_preload_fini(void)
+{
+	if (!preload_secure) {
+		usft_tracer_stop();
+		usft_control_exit();
+	}
+}
