@@ -31,6 +31,7 @@
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
+#include <usft/ftrace_probe.h>
 #include <usft/usft.h>
 #include <usft/version.h>
 #include "tracer.h"
@@ -89,6 +90,42 @@ bool usft_tracer_active(void)
 {
 	return S.active;
 }
+
+/*
+ * The top level's tracing_on for the probe commands (traceon/traceoff,
+ * <usft/ftrace_probe.h>): the recording's.  Outside a recording nothing is
+ * turned on (usft_tracing_on also says a session is open).  Called in
+ * traced threads: no lock, no errno.
+ */
+bool usft_record_tracing_is_on(void)
+{
+	return __atomic_load_n(&usft_tracing_on, __ATOMIC_RELAXED);
+}
+
+void usft_record_tracing_set(bool on)
+{
+	if (on && !__atomic_load_n(&S.active, __ATOMIC_ACQUIRE))
+		return;
+	__atomic_store_n(&usft_tracing_on, on, __ATOMIC_RELEASE);
+}
+
+static bool record_tr_is_on(struct trace_array *tr)
+{
+	(void)tr;
+	return usft_record_tracing_is_on();
+}
+
+static void record_tr_set_on(struct trace_array *tr, bool on)
+{
+	(void)tr;
+	usft_record_tracing_set(on);
+}
+
+static const struct usft_trace_array_ops record_tr_ops = {
+	.sz = sizeof(record_tr_ops),
+	.is_on = record_tr_is_on,
+	.set_on = record_tr_set_on,
+};
 
 /* ---- chunks ---------------------------------------------------------- */
 
@@ -876,6 +913,7 @@ static int tracer_start(const struct usft_trace_opts *o)
 	write_session(getppid());
 	usft_tracing_on = 1;
 	S.active = true;
+	usft_set_trace_array_ops(&record_tr_ops);
 	ret = t->init(&S.opts);
 	if (ret && ret != -ENOENT) {
 		usft_tracing_on = 0;

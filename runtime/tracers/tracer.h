@@ -63,6 +63,9 @@ void usft_tracer_stop(void);		/* final: exit, _exit */
 void usft_tracer_after_dlopen(void);	/* pick up a new object's functions */
 void usft_tracer_unmapped(unsigned long lo, unsigned long hi);	/* dlclose unloaded it */
 bool usft_tracer_active(void);
+/* the top level's tracing_on as the probe commands see it (traced threads may call) */
+bool usft_record_tracing_is_on(void);
+void usft_record_tracing_set(bool on);	/* on: only while a session is open */
 void usft_tracer_end(void);		/* stop + unregister: the process goes on (detach) */
 const char *usft_tracer_name(void);	/* the session's tracer, "nop" when none */
 
