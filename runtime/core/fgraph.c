@@ -46,18 +46,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <time.h>
 #include <unistd.h>
 #include <usft/fgraph.h>
 #include "core/internal.h"
 #include "core/arch.h"
-
-#if __has_include("asm/trace_clock.h")
-#include "asm/trace_clock.h"
-#define HAVE_ARCH_TRACE_CYCLES 1
-#else
-#define HAVE_ARCH_TRACE_CYCLES 0
-#endif
+#include "core/trace_clock.h"
 
 /*
  * return_to_handler lives in arch assembly (arch/<arch>/fgraph_entry.S).
@@ -79,163 +72,6 @@ extern const char ftrace_graph_jmp_ret[];
 static __always_inline bool fgraph_is_hook(unsigned long v)
 {
 	return v == (unsigned long)return_to_handler || v == FGRAPH_JMP_RET;
-}
-
-/* ---- trace clock (kernel trace_clock_local) ------------------------- */
-
-enum { CLOCK_KIND_MONO, CLOCK_KIND_COUNTER };
-
-static struct {
-	unsigned long long c0;	/* counter at the calibration point */
-	unsigned long long t0;	/* CLOCK_MONOTONIC ns at the same point */
-	unsigned long long mult;	/* ns per count << 32 */
-	int kind;
-} tclock;
-static pthread_once_t tclock_once = PTHREAD_ONCE_INIT;
-static int tclock_ready;
-static int tclock_want;		/* 0 auto, 1 mono, 2 counter */
-static pthread_mutex_t tclock_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static inline unsigned long long mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (unsigned long long)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
-}
-
-#if HAVE_ARCH_TRACE_CYCLES
-#define TCLOCK_SKEW	(1ULL << 24)	/* counts: milliseconds at any clock rate */
-
-/* one (counter, ns) pair: the tightest bracket of 8 tries */
-static void clock_pair(unsigned long long *c, unsigned long long *t)
-{
-	unsigned long long best = ~0ULL;
-
-	for (int i = 0; i < 8; i++) {
-		unsigned long long a = mono_ns();
-		unsigned long long cc = arch_trace_cycles();
-		unsigned long long b = mono_ns();
-
-		if (b - a < best) {
-			best = b - a;
-			*c = cc;
-			*t = a + (b - a) / 2;
-		}
-	}
-}
-
-/*
- * Events of one thread are put in time order across CPUs, so the counter
- * must agree between CPUs: trust it when the kernel does, i.e. when it is
- * the current clocksource (the kernel drops a counter it finds unsynchronised).
- */
-static bool kernel_uses_counter(void)
-{
-	char buf[32] = "";
-	FILE *f = fopen("/sys/devices/system/clocksource/clocksource0/current_clocksource", "re");
-
-	if (!f)
-		return true;	/* no sysfs: the CPUID check alone */
-	if (!fgets(buf, sizeof(buf), f))
-		buf[0] = 0;
-	fclose(f);
-	buf[strcspn(buf, "\n")] = 0;
-	return !strcmp(buf, ARCH_TRACE_CLOCKSOURCE);
-}
-
-static bool tclock_calibrate_counter(void)
-{
-	unsigned long long c0, t0, c1, t1;
-
-	if (!arch_trace_cycles_usable() || (tclock_want != 2 && !kernel_uses_counter()))
-		return false;
-	clock_pair(&c0, &t0);
-	/* 2 ms window: a few ppm, i.e. microseconds per second of trace */
-	while (mono_ns() - t0 < 2000000)
-		;
-	clock_pair(&c1, &t1);
-	if (c1 <= c0 || t1 <= t0)
-		return false;
-	tclock.mult = ((t1 - t0) << 32) / (c1 - c0);
-	/*
-	 * The origin is moved back by TCLOCK_SKEW counts, so that a counter
-	 * read a little behind c1 (another CPU's, just after calibration)
-	 * still gives a positive delta: the hot path converts unsigned.
-	 */
-	tclock.c0 = c1 - TCLOCK_SKEW;
-	tclock.t0 = t1 - (unsigned long long)(((unsigned __int128)TCLOCK_SKEW * tclock.mult) >> 32);
-	return tclock.mult != 0;
-}
-#else
-static bool tclock_calibrate_counter(void)
-{
-	return false;
-}
-#endif
-
-static void tclock_init(void)
-{
-	int kind = CLOCK_KIND_MONO;
-
-	if (tclock_want != 1 && tclock_calibrate_counter())
-		kind = CLOCK_KIND_COUNTER;
-	smp_store_release(&tclock.kind, kind);
-	smp_store_release(&tclock_ready, 1);
-}
-
-static __always_inline unsigned long long trace_clock_local(void)
-{
-#if HAVE_ARCH_TRACE_CYCLES
-	if (likely(tclock.kind == CLOCK_KIND_COUNTER)) {
-		unsigned long long d = arch_trace_cycles() - tclock.c0;
-
-		return tclock.t0 + (unsigned long long)(((unsigned __int128)d * tclock.mult) >> 32);
-	}
-#endif
-	return mono_ns();
-}
-
-USFT_API unsigned long long usft_trace_clock(void)
-{
-	if (unlikely(!smp_load_acquire(&tclock_ready)))
-		pthread_once(&tclock_once, tclock_init);
-	return trace_clock_local();
-}
-
-USFT_API int usft_set_trace_clock(const char *name)
-{
-	int want, ret = 0;
-
-	if (!name)
-		return usft_err(-EINVAL);
-	if (!strcmp(name, "auto"))
-		want = 0;
-	else if (!strcmp(name, "mono"))
-		want = 1;
-	else if (!strcmp(name, "counter"))
-		want = 2;
-	else
-		return usft_err(-EINVAL);
-	pthread_mutex_lock(&tclock_lock);
-	pthread_once(&tclock_once, tclock_init);
-	tclock_want = want;
-	if (want == 1) {
-		WRITE_ONCE(tclock.kind, CLOCK_KIND_MONO);
-	} else if (tclock.kind != CLOCK_KIND_COUNTER) {
-		if (tclock_calibrate_counter())
-			smp_store_release(&tclock.kind, CLOCK_KIND_COUNTER);
-		else if (want == 2)
-			ret = -EOPNOTSUPP;
-	}
-	pthread_mutex_unlock(&tclock_lock);
-	return usft_err(ret);
-}
-
-USFT_API const char *usft_trace_clock_name(void)
-{
-	pthread_once(&tclock_once, tclock_init);
-	return READ_ONCE(tclock.kind) == CLOCK_KIND_COUNTER ? "counter" : "mono";
 }
 
 /* ---- shadow stacks --------------------------------------------------- */
@@ -1040,7 +876,7 @@ USFT_API int register_ftrace_graph(struct fgraph_ops *gops)
 	ret = ftrace_lazy_init();
 	if (ret)
 		return usft_err(ret);
-	pthread_once(&tclock_once, tclock_init);
+	trace_clock_setup();
 	pthread_mutex_lock(&fgraph_lock);
 	if (gops->ops.flags & FTRACE_OPS_FL_ENABLED) {
 		ret = -EBUSY;

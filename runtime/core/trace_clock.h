@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * core/trace_clock.h - the trace clock's hot path (the kernel's
+ * trace_clock_local() in kernel/trace/trace_clock.c), inline for the
+ * function graph hook (fgraph.c) and usft_trace_clock() (trace_clock.c).
+ *
+ * Nanoseconds on the CLOCK_MONOTONIC time line: the arch's cycle counter
+ * (asm/trace_clock.h: arch_trace_cycles()) scaled by a calibration, or
+ * clock_gettime() itself where the counter cannot be trusted.  No lock,
+ * no allocation, no errno change.
+ */
+#ifndef USFT_CORE_TRACE_CLOCK_H
+#define USFT_CORE_TRACE_CLOCK_H
+
+#include <time.h>
+#include "compat/compiler.h"
+
+#if __has_include("asm/trace_clock.h")
+#include "asm/trace_clock.h"
+#define HAVE_ARCH_TRACE_CYCLES 1
+#else
+#define HAVE_ARCH_TRACE_CYCLES 0
+#endif
+
+enum trace_clock_kind { CLOCK_KIND_MONO, CLOCK_KIND_COUNTER };
+
+/* the calibration (trace_clock.c); @kind changes only under its lock */
+struct trace_clock_state {
+	unsigned long long c0;		/* counter at the calibration point */
+	unsigned long long t0;		/* CLOCK_MONOTONIC ns at the same point */
+	unsigned long long mult;	/* ns per count << 32 */
+	int kind;			/* enum trace_clock_kind */
+};
+extern struct trace_clock_state usft_tclock __hidden;	/* direct, not through the GOT */
+
+/* calibrate once (before the first trace_clock_local() that matters) */
+void trace_clock_setup(void);
+
+static inline unsigned long long mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (unsigned long long)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+static __always_inline unsigned long long trace_clock_local(void)
+{
+#if HAVE_ARCH_TRACE_CYCLES
+	if (likely(usft_tclock.kind == CLOCK_KIND_COUNTER)) {
+		unsigned long long d = arch_trace_cycles() - usft_tclock.c0;
+
+		return usft_tclock.t0 + (unsigned long long)(((unsigned __int128)d * usft_tclock.mult) >> 32);
+	}
+#endif
+	return mono_ns();
+}
+
+#endif
