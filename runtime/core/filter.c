@@ -5,6 +5,7 @@
  * match_records(), ftrace_set_hash(), ftrace_match_addr()).
  */
 #include <ctype.h>
+#include <dlfcn.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,6 +93,86 @@ backtrack:
 			break;
 		}
 	}
+}
+
+/* ---- C++ names ---------------------------------------------------- */
+
+typedef char *(*cxa_demangle_fn)(const char *, char *, size_t *, int *);
+
+/* a pair of brackets opens at @c (closes: -1; neither: 0) */
+static int bracket(char c)
+{
+	return strchr("(<[{", c) ? 1 : strchr(")>]}", c) ? -1 : 0;
+}
+
+/* "operator" ends just before @i: what follows is an operator's name, not brackets */
+static size_t skip_operator(const char *s, size_t i)
+{
+	if (i < 8 || strncmp(s + i - 8, "operator", 8) || isalnum((unsigned char)s[i]))
+		return i;
+	if (s[i] == ' ')
+		return i;	/* "operator new", a conversion: ordinary text follows */
+	if (!strncmp(s + i, "()", 2) || !strncmp(s + i, "[]", 2))
+		return i + 2;
+	while (s[i] && strchr("<>=!+-*/%^&|~,", s[i]))
+		i++;
+	return i;
+}
+
+/* "int ns::f<int>(int) const" -> "ns::f<int>" */
+static void strip_signature(char *s)
+{
+	size_t len = strlen(s), params = len, space = 0;
+	int depth = 0;
+
+	for (size_t i = 0; i < len;) {
+		size_t j = skip_operator(s, i);
+
+		if (j != i) {
+			i = j;
+			continue;
+		}
+		if (!depth && s[i] == '(')
+			params = i;
+		if (!depth && s[i] == ' ' && (i < 8 || strncmp(s + i - 8, "operator", 8)))
+			space = i + 1;
+		depth += bracket(s[i]);
+		if (depth < 0)
+			return;		/* not a shape we know: keep it all */
+		i++;
+	}
+	if (!params || params == len)
+		return;
+	s[params] = 0;
+	/* a return type before the name (function templates) */
+	if (space && space < params)
+		memmove(s, s + space, params - space + 1);
+}
+
+char *usft_demangle(const char *name, bool full)
+{
+	static cxa_demangle_fn demangle;
+	static int looked;
+	char *d;
+	int st = -1;
+
+	if (!name || name[0] != '_' || name[1] != 'Z')
+		return NULL;
+	if (!__atomic_load_n(&looked, __ATOMIC_ACQUIRE)) {
+		__atomic_store_n(&demangle, (cxa_demangle_fn)dlsym(RTLD_DEFAULT, "__cxa_demangle"),
+				 __ATOMIC_RELAXED);
+		__atomic_store_n(&looked, 1, __ATOMIC_RELEASE);
+	}
+	if (!demangle)
+		return NULL;
+	d = demangle(name, NULL, NULL, &st);
+	if (!d || st) {
+		free(d);
+		return NULL;
+	}
+	if (!full)
+		strip_signature(d);
+	return d;
 }
 
 struct func_glob {
@@ -190,6 +271,30 @@ static bool match_module(const struct usft_object *obj, const struct func_glob *
 	return ftrace_match(name, mg) != mg->not;
 }
 
+/*
+ * A C++ function also matches by its demangled name, with and without its
+ * parameter list (`-l 'Shape::*'`, `-g 'ns::run(int)'`): userspace only,
+ * the kernel has no mangled names.
+ */
+static bool demangled_match(const char *name, const struct func_glob *g)
+{
+	char *d;
+	bool m = false;
+
+	if (name[0] != '_' || name[1] != 'Z')
+		return false;
+	d = usft_demangle(name, true);
+	if (d) {
+		m = ftrace_match(d, g);
+		free(d);
+	}
+	if (!m && (d = usft_demangle(name, false))) {
+		m = ftrace_match(d, g);
+		free(d);
+	}
+	return m;
+}
+
 static int enter_record(struct ftrace_hash *hash, struct dyn_ftrace *rec, bool clear)
 {
 	struct ftrace_func_entry *e = ftrace_lookup_ip(hash, rec->ip);
@@ -202,6 +307,19 @@ static int enter_record(struct ftrace_hash *hash, struct dyn_ftrace *rec, bool c
 	if (e)
 		return 0;
 	return add_hash_entry(hash, rec->ip) ? 0 : -ENOMEM;
+}
+
+/* the ':' that starts a command ("func:traceon"), never one of a C++ "::" */
+static char *command_colon(char *tok)
+{
+	for (char *p = strchr(tok, ':'); p; p = strchr(p + 1, ':')) {
+		if (p[1] == ':') {
+			p++;
+			continue;
+		}
+		return p;
+	}
+	return NULL;
 }
 
 /* kernel match_records(): returns matches, or -ENOMEM */
@@ -222,7 +340,7 @@ static int match_records(struct ftrace_hash *hash, char *tok)
 			tok[0] = '*';
 			tok[1] = 0;
 		}
-	} else if (strchr(tok, ':')) {
+	} else if (command_colon(tok)) {
 		return 0;	/* other commands are not supported: matches nothing */
 	}
 	parse_glob(tok, &g);
@@ -250,7 +368,8 @@ static int match_records(struct ftrace_hash *hash, char *tok)
 			continue;
 		if (have_mod && !match_module(pg->obj, &mg))
 			continue;
-		if (ftrace_match(pg->names[_____i], &g)) {
+		if (ftrace_match(pg->names[_____i], &g) ||
+		    demangled_match(pg->names[_____i], &g)) {
 			ret = enter_record(hash, rec, g.not);
 			if (ret)
 				return ret;

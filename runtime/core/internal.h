@@ -243,6 +243,14 @@ void free_ftrace_hash_rcu(struct ftrace_hash *hash);
 /* ---- filters (filter.c) ----------------------------------------- */
 /* shell-style glob as the kernel glob_match(): *, ?, [a-z], [!x], \\ escapes */
 bool usft_glob_match(const char *pat, const char *str);
+/*
+ * usft_demangle() - @name demangled by the process's __cxa_demangle()
+ * (libstdc++, looked up when first needed: a C program has none and gets
+ * NULL), malloc'd; @full false leaves the parameter list and a template's
+ * return type out ("ns::Shape::area", as uftrace shows).  NULL: not a C++
+ * name, no demangler, or out of memory.
+ */
+char *usft_demangle(const char *name, bool full);
 
 /* ---- tasks RCU and recursion (rcu_tasks.c, recursion.c) ------------ */
 

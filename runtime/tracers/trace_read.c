@@ -215,6 +215,19 @@ static int find_session(const struct pid_map *m, uint32_t pid)
 	return m->cap ? (int)m->sess[pid_slot(m, pid)] - 1 : -1;
 }
 
+char *(*usft_trace_name_hook)(const char *name);
+
+static char *sym_dup(const char *name, size_t len)
+{
+	char *n = len ? dupn(name, len) : NULL, *h;
+
+	if (n && usft_trace_name_hook && (h = usft_trace_name_hook(n))) {
+		free(n);
+		n = h;
+	}
+	return n;
+}
+
 static void add_sym(struct usft_rsession *s, uint64_t addr, uint64_t off, const char *name,
 		    size_t len)
 {
@@ -227,8 +240,7 @@ static void add_sym(struct usft_rsession *s, uint64_t addr, uint64_t off, const 
 		s->syms = p;
 		s->symcap = cap;
 	}
-	s->syms[s->nsyms++] = (struct usft_rsym){ addr, off, len ? dupn(name, len) : NULL,
-						  s->epoch };
+	s->syms[s->nsyms++] = (struct usft_rsym){ addr, off, sym_dup(name, len), s->epoch };
 	s->syms_sorted = false;
 }
 
@@ -276,7 +288,7 @@ static void parse_profile(struct usft_rsession *s, const char *buf, size_t len)
 		}
 		s->prof[s->nprof++] = (struct usft_rprof){
 			r.addr, r.hits, r.time_ns, r.time_sq,
-			r.namelen ? dupn(buf + off + sizeof(r), r.namelen) : NULL };
+			sym_dup(buf + off + sizeof(r), r.namelen) };
 		off += rec;
 	}
 }
@@ -477,6 +489,7 @@ int usft_trace_read_fd(int fd, struct usft_trace *t, bool load_events)
 				break;
 			}
 			parse_session(s, buf, h.size);
+			s->text = dupn(buf, strnlen(buf, h.size));
 			continue;
 		}
 		si = find_session(&pids, h.pid);
@@ -512,6 +525,8 @@ int usft_trace_read_fd(int fd, struct usft_trace *t, bool load_events)
 				s->no_slot = n;
 			}
 			s->ended = true;
+			free(s->end_text);
+			s->end_text = dupn(buf, strnlen(buf, h.size));
 			break;
 		}
 		default:
@@ -556,6 +571,8 @@ void usft_trace_free(struct usft_trace *t)
 		free(s->clock);
 		free(s->unmatched);
 		free(s->version);
+		free(s->text);
+		free(s->end_text);
 		for (size_t k = 0; k < s->nsyms; k++)
 			free(s->syms[k].name);
 		free(s->syms);

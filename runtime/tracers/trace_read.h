@@ -53,6 +53,7 @@ struct usft_rsession {
 	uint64_t events, lost;	/* counted while reading */
 	uint64_t no_slot;	/* events dropped for want of a ring (END) */
 	bool ended;		/* an END chunk was seen */
+	char *text, *end_text;	/* the SESSION and the last END chunk as written (key=value lines) */
 };
 
 struct usft_revent {
@@ -104,6 +105,13 @@ int usft_trace_read_fd(int fd, struct usft_trace *t, bool load_events);
 void usft_trace_free(struct usft_trace *t);
 /* order events by time (stable per thread) */
 void usft_trace_sort(struct usft_trace *t);
+
+/*
+ * Set by the command before a read: names are passed through it as they are
+ * read (C++ demangling); it returns a malloc'd name to keep, or NULL for the
+ * name as written.
+ */
+extern char *(*usft_trace_name_hook)(const char *name);
 
 /* the name @addr had in @sess at @epoch (an event's; UINT32_MAX: the last) */
 const char *usft_trace_sym(struct usft_trace *t, unsigned int sess, uint32_t epoch,

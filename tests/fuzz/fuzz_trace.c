@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * libFuzzer: the trace file reader (`usft report`, the summary of `usft
- * record`) and both printers over whatever it accepted.  The input is the
+ * record`), both printers and the views (summary, call graph, folded,
+ * info) over whatever it accepted.  The input is the
  * file: a memfd, so the reader's size checks see a regular file.
  */
 #include <stdint.h>
@@ -10,6 +11,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 #include "trace_read.h"
+#include "trace_views.h"
 
 static FILE *sink;
 
@@ -35,6 +37,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!usft_trace_read_fd(fd, &t, true)) {
 		usft_print_text(sink, &t, 0);
 		usft_print_json(sink, &t, 0);
+		for (int k = USFT_VIEW_SUMMARY; k <= USFT_VIEW_FOLDED; k++) {
+			struct usft_view_opts o = { .kind = k, .graph_func = "*", .sort = "self,func",
+						    .thresh_ns = k == USFT_VIEW_FOLDED ? 100 : 0,
+						    .max_depth = k == USFT_VIEW_GRAPH ? 3 : 0 };
+			const char *why;
+
+			usft_print_view(sink, &t, &o, &why);
+		}
+		usft_print_info(sink, &t, "fuzz");
 		usft_trace_free(&t);
 	}
 	close(fd);

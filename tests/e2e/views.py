@@ -1,0 +1,212 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""`usft report`'s views and `usft info` (docs/report.md): golden outputs of
+names, nesting and counts, never times.  One ctest test per case, like
+e2e.py (whose helpers it uses)."""
+import os
+import re
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import e2e  # noqa: E402
+from e2e import Fail, check, usft, tracee, record, golden  # noqa: E402,F401
+
+TIME = r"\s*(?:\d+ ns|\d+\.\d{3} (?:us|ms| s))"
+
+
+def rep(*extra, inp="trace.dat", rc_want=0):
+    rc, out, err = usft("report", "-i", inp, *extra)
+    check(rc == rc_want, "usft report %s: rc %d, want %d\n%s" % (" ".join(extra), rc, rc_want,
+                                                                 err))
+    return out if rc == 0 else err
+
+
+def summary_rows(text):
+    """[(calls, name)] of a summary, times checked for shape and dropped."""
+    rows = []
+    for line in text.splitlines():
+        if not line.strip() or re.match(r"^\s*=+\s", line) or line.endswith("  Function"):
+            continue
+        m = re.match(r"^" + TIME * 2 + r"\s+(\d+)" + TIME * 3 + r"  (.*)$", line)
+        if not m:
+            m = re.match(r"^\s+(\d+)  (.*)$", line)      # function tracer: calls only
+        check(m, "summary line of an unknown shape: %r" % line)
+        rows.append((int(m.group(1)), m.group(2)))
+    return rows
+
+
+def rows_text(rows):
+    return "".join("%d %s\n" % r for r in rows)
+
+
+def graph_shape(text):
+    """the call graph with its time column blanked"""
+    out = []
+    for line in text.splitlines():
+        out.append(re.sub(r"^" + TIME + r" :", "  TIME :", line).rstrip())
+    return "\n".join(out) + "\n"
+
+
+def folded(text):
+    """{stack: self_ns} of folded lines; every count a positive integer"""
+    st = {}
+    for line in text.splitlines():
+        m = re.match(r"^(\S+) (\d+)$", line)
+        check(m, "folded line of an unknown shape: %r" % line)
+        check(int(m.group(2)) > 0, "zero count: %r" % line)
+        st[m.group(1)] = int(m.group(2))
+    return st
+
+
+def case_summary():
+    record([tracee("nest")])
+    rows = summary_rows(rep("--summary", "-s", "func"))
+    golden("views_summary", rows_text(rows))
+    # every sort key is accepted and keeps the same rows
+    for keys in ("total", "self", "call", "avg", "min", "max", "func", "calls,func",
+                 "self,total"):
+        got = sorted(summary_rows(rep("-s", keys)))
+        check(got == sorted(rows), "-s %s: %s" % (keys, got))
+    # calls sorts by count, names break ties
+    calls = summary_rows(rep("-s", "call,func"))
+    check(calls[0] == (5, "fact") and calls[1] == (2, "leaf"), "-s call: %s" % calls)
+    # -D 1: main only; -D 2: main and its children (fact's recursion is deeper)
+    d1 = summary_rows(rep("-s", "func", "-D", "1"))
+    check(d1 == [(1, "main")], "-D 1: %s" % d1)
+    d2 = [n for _, n in summary_rows(rep("-s", "func", "-D", "2"))]
+    check(d2 == ["fact", "main", "outer", "tail_caller"], "-D 2: %s" % d2)
+    d2 = summary_rows(rep("-s", "func", "-D", "2"))
+    check((1, "fact") in d2, "-D 2: fact counted %s" % d2)
+    # -t: a threshold above every call hides them all; 0 hides nothing
+    check(summary_rows(rep("--summary", "-t", "100s")) == [], "-t 100s shows calls")
+    check(sorted(summary_rows(rep("--summary", "-t", "0ns"))) == sorted(rows), "-t 0ns")
+    # the function tracer gives calls only
+    record([tracee("nest")], "function", out="fn.dat")
+    frows = summary_rows(rep("-s", "func", inp="fn.dat"))
+    check(frows == rows, "function tracer summary %s vs %s" % (frows, rows))
+    # the profile tracer's tables
+    record([tracee("nest")], "profile", out="prof.dat")
+    prow = [l.split()[-1] for l in rep("--summary", inp="prof.dat").splitlines()[2:]]
+    check(sorted(prow) == sorted(n for _, n in rows), "profile summary %s" % prow)
+
+
+def case_graph():
+    record([tracee("nest")])
+    golden("views_graph_main", graph_shape(rep("--graph", "main")))
+    golden("views_graph_outer", graph_shape(rep("-g", "out*")))
+    # -D bounds the graph too; a function not called says so
+    g = graph_shape(rep("--graph", "main", "-D", "2"))
+    check("middle" not in g and "outer" in g, "-D 2 graph:\n" + g)
+    check("no call of 'nothing'" in rep("--graph", "nothing"), "--graph nothing")
+    # the function tracer has no durations: the view says what to do
+    record([tracee("nest")], "function", out="fn.dat")
+    err = rep("--graph", "main", inp="fn.dat", rc_want=1)
+    check("-p function_graph" in err, "graph of a function trace: " + err)
+
+
+def case_folded():
+    record([tracee("nest")])
+    st = folded(rep("--format", "folded"))
+    golden("views_folded", "".join(s + "\n" for s in sorted(st)))
+    # the self times add up to main's total (every frame closes in main)
+    total = summary_rows(rep("-s", "func"))
+    check(sum(st.values()) > 0, "empty folded output")
+    # -t 100s leaves nothing; -D 1 leaves "main" alone
+    check(rep("--format", "folded", "-t", "100s") == "", "folded -t 100s")
+    check(list(folded(rep("--format", "folded", "-D", "1"))) == ["main"], "folded -D 1")
+    check(total, "no summary")
+
+
+def case_info():
+    record([tracee("nest")], extra=("-l", "main", "-l", "outer", "-l", "middle", "-l", "leaf"))
+    out = rep()  # the plain report still works
+    rc, info, err = usft("info", "-i", "trace.dat")
+    check(rc == 0, "usft info: " + err)
+    want = {"tracer": "function_graph", "processes": "1", "events": "10", "lost": "0",
+            "filter (-l)": "main outer middle leaf", "program": tracee("nest")}
+    got = {}
+    for line in info.splitlines():
+        m = re.match(r"^# (\S.*?)\s+: (.*)$", line)
+        if m:
+            got.setdefault(m.group(1), m.group(2))
+    for k, v in want.items():
+        check(got.get(k) == v, "info %s: %r, want %r\n%s" % (k, got.get(k), v, info))
+    for k in ("command line", "first event", "last event", "duration", "threads",
+              "exit status", "usft version", "clock", "buffer size"):
+        check(k in got, "info has no %r line:\n%s" % (k, info))
+    check(out, "empty report")
+    rc, _, err = usft("info", "-i", "no-such.dat")
+    check(rc == 1 and "No such file" in err, "info on a missing file: %d %s" % (rc, err))
+
+
+def case_select():
+    record([tracee("threads")])
+    rc, info, _ = usft("info", "-i", "trace.dat")
+    tids = [int(l.split()[1]) for l in info.splitlines() if re.match(r"^#\s+\d+\s", l)]
+    pid = int(re.search(r"# process\s+: \S+-(\d+)", info).group(1))
+    check(len(tids) == 5 and pid in tids, "threads in info: %s" % tids)
+    main = summary_rows(rep("-s", "func", "--tid", str(pid)))
+    check(main == [(1, "main"), (2, "step"), (1, "work")], "--tid main: %s" % main)
+    worker = [t for t in tids if t != pid][0]
+    w = summary_rows(rep("-s", "func", "--tid", str(worker)))
+    check(w == [(3, "step"), (1, "work"), (1, "worker")], "--tid worker: %s" % w)
+    both = summary_rows(rep("-s", "func", "--tid", "%d,%d" % (pid, worker)))
+    check(both == [(1, "main"), (5, "step"), (2, "work"), (1, "worker")], "--tid both %s" % both)
+    check(summary_rows(rep("-s", "func", "--pid", str(pid))) ==
+          summary_rows(rep("-s", "func")), "--pid of the only process")
+    check(summary_rows(rep("-s", "func", "--pid", "1")) == [], "--pid 1")
+    # the text and JSON formats select too
+    text = rep("--tid", str(worker), "--no-header")
+    check("worker()" in text and "main()" not in text, "text --tid:\n" + text)
+    e2e.check_json(rep("--format", "json", "--tid", str(pid)))
+
+
+def case_usage():
+    record([tracee("nest")])
+    for args, msg in ((("-s", "bogus"), "unknown sort key"), (("--tid", "x"), "--tid"),
+                      (("-t", "5 parsecs"), "a time is"), (("-D", "0"), "a depth"),
+                      (("-t", "1us"), "-t and -D apply"), (("--format", "xml"), "unknown format"),
+                      (("--format", "json", "--summary"), "leave out --format"),
+                      (("--format", "trace-cmd",), "add -o"),
+                      (("--demangle", "odd"), "simple, full or no")):
+        rc, _, err = usft("report", "-i", "trace.dat", *args)
+        check(rc == 2 and msg in err, "%s: rc %d: %s" % (args, rc, err))
+
+
+def case_cxxnames():
+    record([tracee("cxxnames")])
+    names = [n for _, n in summary_rows(rep("-s", "func"))]
+    golden("views_cxxnames", "".join(n + "\n" for n in names))
+    raw = [n for _, n in summary_rows(rep("-s", "func", "--no-demangle"))]
+    check(all(n == "main" or n.startswith("_Z") for n in raw), "--no-demangle: %s" % raw)
+    full = [n for _, n in summary_rows(rep("-s", "func", "--demangle", "full"))]
+    check("geo::Shape::scale(int, int)" in full and "geo::Shape::area() const" in full,
+          "--demangle full: %s" % full)
+    # the text report and JSON are demangled too
+    text = rep("--no-header")
+    check("geo::Shape::operator==() {" in text, "text:\n" + text)
+    doc, _ = e2e.check_json(rep("--format", "json"))
+    check(any(ev.get("name") == "geo::twice<int>" for ev in doc["traceEvents"]), "json names")
+    # -l / -g globs match the demangled names, with or without parameters
+    record([tracee("cxxnames")], extra=("-l", "geo::Shape::*"), out="l.dat")
+    sel = sorted(set(n for _, n in summary_rows(rep("-s", "func", inp="l.dat"))))
+    check(sel == ["geo::Shape::area", "geo::Shape::operator==", "geo::Shape::scale"],
+          "-l 'geo::Shape::*': %s" % sel)
+    record([tracee("cxxnames")], extra=("-l", "geo::Shape::scale(int)"), out="l2.dat")
+    sel = summary_rows(rep("-s", "func", inp="l2.dat"))
+    check(sel == [(1, "geo::Shape::scale")], "-l 'geo::Shape::scale(int)': %s" % sel)
+    record([tracee("cxxnames")], extra=("-g", "*hidden"), out="g.dat")
+    sel = [n for _, n in summary_rows(rep("-s", "func", inp="g.dat"))]
+    check(sel == ["(anonymous namespace)::hidden", "geo::twice<int>"], "-g '*hidden': %s" % sel)
+
+
+CASES = {k[5:]: v for k, v in globals().items() if k.startswith("case_")}
+
+
+def main():
+    e2e.CASES = CASES
+    return e2e.main()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
