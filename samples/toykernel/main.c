@@ -6,7 +6,7 @@
  *
  *   toykernel [--cpus N] [--hz HZ] [--seconds S] [--console]
  *
- * Run it under usft and mount its tracefs (docs/tracefs.md):
+ * Run it under usft and mount its tracefs:
  *
  *   usft record -p nop -- toykernel &      or: usft attach $(pidof toykernel)
  *   usft mount $(pidof toykernel) /tmp/tracing

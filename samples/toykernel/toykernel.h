@@ -8,7 +8,7 @@
  * file system, a slab allocator, soft interrupts and RCU callbacks; its
  * toy tasks fork, exec and exit.  Built with the patch flags
  * and run under usft, `echo function > current_tracer` in its tracefs
- * shows what the same command shows on a kernel (docs/labs/09).
+ * shows what the same command shows on a kernel.
  *
  * Every function the tracer should see is marked __toy: kept out of line
  * and out of interprocedural optimisation, so the call tree in a trace is

@@ -257,7 +257,7 @@ def main():
     if not shutil.which("unshare"):
         skip("no unshare(1): apt-get install -y util-linux")
     if not has_mount_command(a.usft):
-        skip("%s has no `mount` command yet (the FUSE tracefs, docs/tracefs.md)" % a.usft)
+        skip("%s has no `mount` command yet (the FUSE tracefs)" % a.usft)
     os.makedirs(a.work, exist_ok=True)
     a.selftests = extract(a.tarball, a.work)
 
