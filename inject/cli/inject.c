@@ -802,6 +802,29 @@ static int open_mem(pid_t pid)
 /* ---- the call ------------------------------------------------------------------------- */
 
 /*
+ * A fault of the thread running our call at a pc that no executable mapping
+ * holds: the call itself jumped into nothing (a stale address), not code of
+ * the program's; passing it on would kill the process.
+ */
+static bool call_went_astray(pid_t pid, pid_t tid, int st, struct inject_regs *now)
+{
+	struct maps mp;
+	unsigned long pc;
+	bool astray = true;
+	int sig = WIFSTOPPED(st) && !(st >> 16) ? WSTOPSIG(st) : 0;
+
+	if ((sig != SIGSEGV && sig != SIGBUS && sig != SIGILL) || inject_arch_save(tid, now) ||
+	    read_maps(pid, &mp))
+		return false;
+	pc = inject_arch_pc(now);
+	for (size_t i = 0; i < mp.n; i++)
+		if (pc >= mp.m[i].lo && pc < mp.m[i].hi && mp.m[i].perm[2] == 'x')
+			astray = false;
+	free(mp.m);
+	return astray;
+}
+
+/*
  * @t calls fn(args): Return: 0 with the result in *@ret, or an exit code.
  * Signals that arrive for @t meanwhile are delivered (their handlers run on
  * top of the call, as on top of any code); a stop for anything else is
@@ -818,8 +841,14 @@ static int remote_call(struct stopped *s, struct thread *t, unsigned long fn,
 	now = calloc(1, inject_arch_regs_size());
 	if (!call || !now || inject_arch_call_regs(t->tid, t->regs, call, fn, args, nargs, sp) ||
 	    inject_arch_set_call(t->tid, call) || ptrace(PTRACE_CONT, t->tid, NULL, NULL)) {
-		fail(res, USFT_EXIT_FAIL, "cannot set up the call in thread %d: %s", (int)t->tid,
-		     strerror(errno));
+		if (errno == ESRCH)
+			/* killed by another thread's exec or exit_group */
+			fail(res, USFT_EXIT_GONE, "thread %d of process %d went away during the "
+			     "attach (the process exited or called exec): try again", (int)t->tid,
+			     (int)s->pid);
+		else
+			fail(res, USFT_EXIT_FAIL, "cannot set up the call in thread %d: %s",
+			     (int)t->tid, strerror(errno));
 		free(call);
 		free(now);
 		return res->code;
@@ -862,6 +891,14 @@ static int remote_call(struct stopped *s, struct thread *t, unsigned long fn,
 			free(now);
 			return 0;
 		}
+		if (call_went_astray(s->pid, t->tid, st, now)) {
+			/* never delivered: the registers go back as they were */
+			fail(res, USFT_EXIT_FAIL, "the call in thread %d of process %d faulted "
+			     "(signal %d at %#lx, outside any code): nothing was loaded, the thread "
+			     "goes on where it was", (int)t->tid, (int)s->pid, WSTOPSIG(st),
+			     inject_arch_pc(now));
+			break;
+		}
 		if (is_event_stop(st))
 			ptrace(PTRACE_CONT, t->tid, NULL, NULL);
 		else
@@ -881,6 +918,35 @@ static unsigned long push_string(int memfd, unsigned long sp, const char *str)
 	if (pwrite(memfd, str, len, (off_t)sp) != (ssize_t)len)
 		return 0;
 	return sp;
+}
+
+/*
+ * With every thread stopped: is the image the one the probe saw?  An exec
+ * between the probe and the stop (same pid) maps a new libc elsewhere, so
+ * an address computed from the probe would send the call into nothing.
+ * Also refreshes has_runtime.  Return: 0, or USFT_EXIT_GONE.
+ */
+static int recheck_image(struct usft_target *tg, struct inject_result *res)
+{
+	struct maps mp;
+	bool libc_same = false;
+
+	if (read_maps(tg->pid, &mp)) {
+		fail(res, USFT_EXIT_GONE, "process %d exited during the attach", (int)tg->pid);
+		return res->code;
+	}
+	tg->has_runtime = false;
+	for (size_t i = 0; i < mp.n; i++) {
+		if (!strcmp(mp.m[i].path, tg->libc) && map_base(&mp, mp.m[i].path) == tg->libc_base)
+			libc_same = true;
+		if (!strcmp(base_name(mp.m[i].path), USFT_PRELOAD_NAME))
+			tg->has_runtime = true;
+	}
+	free(mp.m);
+	if (!libc_same)
+		fail(res, USFT_EXIT_GONE, "process %d called exec during the attach (its libc "
+		     "moved): try again", (int)tg->pid);
+	return res->code;
 }
 
 int usft_inject(struct usft_target *tg, const char *lib, struct inject_result *res)
@@ -910,6 +976,8 @@ int usft_inject(struct usft_target *tg, const char *lib, struct inject_result *r
 		goto out;
 	}
 	code = stop_all(&s, res);
+	if (!code)
+		code = recheck_image(tg, res);
 	if (code)
 		goto out;
 	/* from here on new threads (the runtime's among them) are not ours to stop */
@@ -968,10 +1036,8 @@ int usft_inject(struct usft_target *tg, const char *lib, struct inject_result *r
 		     "loaded", (int)tg->pid);
 		goto out;
 	}
-	for (int i = 0; i < s.n; i++)
-		if (&s.t[i] != t)
-			release(&s.t[i]);
-	/* below the red zone and anything of the thread's */
+	/* below the red zone and anything of the thread's; written while every
+	 * thread is stopped (no exec can replace the stack under the write) */
 	sp = inject_arch_sp(t->regs) - 512;
 	if (!tg->has_runtime) {
 		sp = push_string(memfd, sp, lib);
@@ -982,6 +1048,11 @@ int usft_inject(struct usft_target *tg, const char *lib, struct inject_result *r
 			fail(res, USFT_EXIT_FAIL, "cannot write to the stack of thread %d", (int)t->tid);
 			goto out_restore;
 		}
+	}
+	for (int i = 0; i < s.n; i++)
+		if (&s.t[i] != t)
+			release(&s.t[i]);
+	if (!tg->has_runtime) {
 		code = remote_call(&s, t, dlopen_fn, args, 2, sp, &ret, res);
 		if (code)
 			goto out_restore;

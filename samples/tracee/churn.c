@@ -6,7 +6,8 @@
  * dlopens and dlcloses libm (not a traced library: see docs/attach.md,
  * Known limits, for dlclose of traced ones), and every second the
  * main thread execs itself again (same pid) with the generation counted.
- *   tracee-churn [GEN]   prints "ready GEN PID" per image; runs until
+ *   tracee-churn [GEN [MS]]   a new image every MS ms (default 1000);
+ *   prints "ready GEN PID" per image; runs until
  *   SIGTERM, then prints "ok gen=G bad=B children=C loads=L" and exits 0
  *   when every result was right.  A child that fails exits 1 (counted bad).
  */
@@ -88,8 +89,9 @@ static void on_term(int sig)
 int main(int argc, char **argv)
 {
 	int gen = argc > 1 ? atoi(argv[1]) : 0;
+	int ms = argc > 2 ? atoi(argv[2]) : 1000;
 	struct sigaction sa = { .sa_handler = on_term };
-	struct timespec ts = { 0, 50 * 1000 * 1000 };
+	struct timespec ts = { 0, 1000 * 1000 };
 	pthread_t t[4];
 	char next[16];
 
@@ -100,12 +102,12 @@ int main(int argc, char **argv)
 	pthread_create(&t[1], NULL, worker, NULL);
 	pthread_create(&t[2], NULL, forker, NULL);
 	pthread_create(&t[3], NULL, loader, NULL);
-	/* a new image every second, while the others run */
-	for (int i = 0; i < 20 && !stop; i++)
+	/* a new image every MS ms, while the others run */
+	for (int i = 0; i < ms && !stop; i++)
 		nanosleep(&ts, NULL);
 	if (!stop && !bad) {
 		snprintf(next, sizeof(next), "%d", gen + 1);
-		execl("/proc/self/exe", argv[0], next, (char *)NULL);
+		execl("/proc/self/exe", argv[0], next, argc > 2 ? argv[2] : "1000", (char *)NULL);
 	}
 	stop = 1;
 	for (int i = 0; i < 4; i++)
