@@ -158,11 +158,13 @@ def case_record():
     try:
         before = read_text(srv.pid)
         rc, out, err = usft("record", "-P", srv.pid, "-p", "function_graph", "-l", "work",
-                            "-l", "checksum", "--duration", "0.1", "-o", "g.dat")
+                            "-l", "checksum", "-l", "blocked_sum", "--duration", "0.1",
+                            "-o", "g.dat")
         check(rc == 0, "record -P failed (%d): %s" % (rc, err))
         check(re.search(r"usft: \d+ events", err), "no summary: " + err)
         text = report("g.dat")
-        check("work() {" in text and "checksum();" in text, "no call tree:\n" + text[:2000])
+        check("work() {" in text and "checksum();" in text and "blocked_sum();" in text,
+              "no call tree:\n" + text[:2000])
         check(read_text(srv.pid) == before, "text differs after detach")
         check(not usft_threads(srv.pid), "usft threads left: %s" % usft_threads(srv.pid))
         check(status_field(srv.pid, "TracerPid") == "0", "still traced")
@@ -283,8 +285,10 @@ def nr_maps(pid):
 
 def case_cycles():
     """attach, record, detach 100 times while tracee-server runs: every
-    result right, no EINTR but the documented kind (check_server_result), the text identical after each detach; the
-    memory the process keeps (mappings, RSS) reported after 1 and 100."""
+    result right, no EINTR but the documented kind (check_server_result),
+    the text identical after each detach, a thread that blocks SIGTRAP
+    running a traced function throughout; the memory the process keeps
+    (mappings, RSS) reported after 1 and 100."""
     srv = Server()
     try:
         before = read_text(srv.pid)
@@ -292,13 +296,25 @@ def case_cycles():
         for i in range(1, 101):
             tracer = ("function", "function_graph")[i % 2]
             rc, out, err = usft("record", "-q", "-P", srv.pid, "-p", tracer, "-l", "checksum",
-                                "-l", "work", "--duration", "0.01", "-o", "c.dat")
+                                "-l", "work", "-l", "blocked_sum", "--duration", "0.01",
+                                "-o", "c.dat")
             check(rc == 0, "cycle %d: record -P failed (%d): %s" % (i, rc, err))
             check(srv.alive(), "cycle %d: tracee-server died" % i)
             check(read_text(srv.pid) == before, "cycle %d: text differs after detach" % i)
             if i in (1, 100):
                 figures[i] = (nr_maps(srv.pid), rss_kb(srv.pid))
         check(not usft_threads(srv.pid), "usft threads left: %s" % usft_threads(srv.pid))
+        # the thread that blocks every signal runs blocked_sum(): each START
+        # and STOP changed its site without an INT3 (or that thread's SIGTRAP
+        # had killed the process)
+        rc, out, err = usft("attach", srv.pid)
+        check(rc == 0, "attach after the cycles (%d): %s" % (rc, err))
+        rc, out, err = usft("stat", "-P", srv.pid)
+        m = re.search(r"nr_notrap_batches\s+(\d+)", out)
+        check(rc == 0 and m and int(m.group(1)) >= 100,
+              "batches without INT3 while a thread blocks SIGTRAP: %s %s" % (out, err))
+        rc, out, err = usft("detach", srv.pid)
+        check(rc == 0, "detach after the cycles (%d): %s" % (rc, err))
         print("memory after 1 cycle: %d mappings, %d KiB RSS; after 100: %d mappings, "
               "%d KiB RSS" % (figures[1] + figures[100]))
         check(figures[100][0] <= figures[1][0] + 4, "mappings grew: %s" % figures)
