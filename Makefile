@@ -31,7 +31,8 @@ USFT_SKIP_DEPS ?= 0
 # Debian 12 packages the build, the tests and the install checks need.
 DEPS := libelf-dev libdw-dev libunwind-dev liburcu-dev libcriterion-dev \
 	pkg-config cmake ninja-build gcc g++ clang make libcapstone-dev \
-	libclang-rt-14-dev python3 uftrace gnuplot-nox linux-source-6.1
+	libclang-rt-14-dev python3 uftrace gnuplot-nox linux-source-6.1 \
+	libtracecmd-dev trace-cmd
 
 BUILD_DIR := build
 DEMO      := $(BUILD_DIR)/samples/demo/usft-demo

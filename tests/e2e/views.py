@@ -200,6 +200,59 @@ def case_cxxnames():
     check(sel == ["(anonymous namespace)::hidden", "geo::twice<int>"], "-g '*hidden': %s" % sel)
 
 
+def trace_cmd_events(path):
+    """[(pid, event, text)] of `trace-cmd report FILE`: text is the call column of
+    function_graph lines (after the duration's '|') or the function's name"""
+    rc, out, err = e2e.run(["trace-cmd", "report", path])
+    check(rc == 0, "trace-cmd report %s: %d\n%s" % (path, rc, err))
+    check("Cannot" not in err and "Error" not in err, "trace-cmd report warns:\n" + err)
+    evs = []
+    for line in out.splitlines():
+        m = re.match(r"^\s*(.*)-(\d+)\s+\[\d+\]\s+\d+\.\d+: (\w+):\s+(.*)$", line)
+        if not m:
+            check(line.startswith("cpus=") or not line.strip(), "trace-cmd line %r" % line)
+            continue
+        text = m.group(4)
+        if "|" in text:
+            text = text.split("|", 1)[1]
+        evs.append((int(m.group(2)), m.group(3), text.rstrip()))
+    return evs
+
+
+def case_tracecmd():
+    record([tracee("nest")])
+    rc, _, err = usft("report", "-i", "trace.dat", "--format", "trace-cmd", "-o", "nest.tc.dat")
+    check(rc == 0 and not err, "--format trace-cmd: %d %s" % (rc, err))
+    evs = trace_cmd_events(e2e.os.path.join(e2e.ARGS.work, "nest.tc.dat"))
+    golden("views_tracecmd_graph", "".join("%s %s\n" % (ev, text) for _, ev, text in evs))
+    # the function tracer: the same functions in the same order as usft's own report
+    record([tracee("threads")], "function", out="fn.dat")
+    rc, _, err = usft("report", "-i", "fn.dat", "--format", "trace-cmd", "-o", "fn.tc.dat")
+    check(rc == 0, "--format trace-cmd (function): %s" % err)
+    evs = trace_cmd_events(e2e.os.path.join(e2e.ARGS.work, "fn.tc.dat"))
+    mine = []
+    for line in rep("--no-header", inp="fn.dat").splitlines():
+        m = re.match(r"^\s*.*-(\d+)\s+\[\d+\]\s+[\d.]+: (\S+) <-", line)
+        check(m, "usft report line %r" % line)
+        mine.append((int(m.group(1)), m.group(2)))
+    check(all(ev == "function" for _, ev, _ in evs), "events: %s" % set(e for _, e, _ in evs))
+    check(sorted(mine) == sorted((p, t.strip()) for p, _, t in evs),
+          "trace-cmd's functions differ:\n%s\n%s" % (mine, evs))
+    # per thread the order is the recorded one
+    for tid in set(p for p, _ in mine):
+        a = [n for p, n in mine if p == tid]
+        b = [t.strip() for p, _, t in evs if p == tid]
+        check(a == b, "thread %d: %s vs %s" % (tid, a, b))
+    # C++ names keep their demangled form
+    record([tracee("cxxnames")], out="cxx.dat")
+    rc, _, err = usft("report", "-i", "cxx.dat", "--format", "trace-cmd", "-o", "cxx.tc.dat")
+    names = [t for _, _, t in trace_cmd_events(e2e.os.path.join(e2e.ARGS.work, "cxx.tc.dat"))]
+    check(any("geo::Shape::operator==() {" in n for n in names), "cxx names: %s" % names)
+    # -o is required, and must be a file that can be seeked
+    rc, _, err = usft("report", "-i", "trace.dat", "--format", "trace-cmd", "-o", "/dev/null")
+    check(rc == 1 and "regular file" in err, "-o /dev/null: %d %s" % (rc, err))
+
+
 CASES = {k[5:]: v for k, v in globals().items() if k.startswith("case_")}
 
 
