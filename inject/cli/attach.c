@@ -442,7 +442,7 @@ static int finish_record(struct usft_out *out, const struct usft_target *t, bool
 	if (usft_out_commit(out, false, &empty))
 		return USFT_EXIT_RECORD_FAIL;
 	if (!quiet)
-		usft_record_summary(out, t->exe, t->exe, empty);
+		usft_record_summary(out, t->exe, t->exe, empty, false);
 	return rc;
 }
 

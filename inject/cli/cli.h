@@ -96,7 +96,7 @@ void usft_out_abort(struct usft_out *o);		/* the program never ran */
 /* complete: rename, or drop an empty file unless @keep_empty (*empty); Return: 0 or -1 */
 int usft_out_commit(struct usft_out *o, bool keep_empty, bool *empty);
 void usft_record_summary(const struct usft_out *o, const char *prog, const char *progpath,
-			 bool empty);
+			 bool empty, bool lossless);
 /*
  * usft_prog_interp() - @path's PT_INTERP into @interp ("" if none).
  * Return: 1 dynamically linked, 0 an ELF program without an interpreter
@@ -108,6 +108,19 @@ int usft_prog_interp(const char *path, char *interp, size_t len);
 int usft_libtool_target(const char *path, char *out, size_t len);
 /* the sites of @path (link-time addresses, malloc'd); Return: 0 or -errno */
 int usft_read_sites(const char *path, unsigned long **addrs, size_t *n);
+
+/*
+ * salvage.c: crash-safe recording.  usft_rings_dir_make(): a private
+ * directory for the rings (USFT_RING_DIR), on tmpfs when one is writable;
+ * Return: 0 or -1.  usft_rings_salvage(): the rings of processes that
+ * died before finishing the trace go into @trace (NULL: only removed), and
+ * @dir is removed; Return: the events recovered.  usft_exit_note() keeps a
+ * reaped process's wait status, usft_exits_write() puts them in @trace.
+ */
+int usft_rings_dir_make(char *dir, size_t len);
+unsigned long long usft_rings_salvage(const char *dir, const char *trace);
+void usft_exit_note(int pid, int status);
+void usft_exits_write(const char *trace);
 
 /* attach.c: the commands that reach a running process */
 struct usft_record_args {

@@ -166,7 +166,7 @@ static bool disk_full(const char *file)
 }
 
 void usft_record_summary(const struct usft_out *o, const char *prog, const char *progpath,
-			 bool empty)
+			 bool empty, bool lossless)
 {
 	const char *file = o->name;
 	struct usft_trace t;
@@ -199,10 +199,26 @@ void usft_record_summary(const struct usft_out *o, const char *prog, const char 
 		unfinished += !s->ended;
 		nprof += s->nprof;	/* the profiler writes tables, not events */
 	}
-	fprintf(stderr, "usft: %llu events, %llu lost, %zu process%s, file %s (%s)%s\n",
-		(unsigned long long)t.events, (unsigned long long)t.lost, t.nsess,
+	/* both counts in events: a call is one (function) or two (function_graph) */
+	fprintf(stderr, "usft: %llu events, %llu lost, %zu process%s, file %s (%s%s; full rings: "
+		"%s)%s\n", (unsigned long long)t.events, (unsigned long long)t.lost, t.nsess,
 		t.nsess == 1 ? "" : "es", file, usft_trace_tracer(&t),
+		!strcmp(usft_trace_tracer(&t), "function_graph") ?
+			": an event is a call's entry or its return" : "",
+		lossless ? "the thread waits" : "drop and count",
 		t.truncated ? " [truncated]" : "");
+	for (size_t i = 0; i < t.nsess; i++) {
+		const struct usft_rsession *s = &t.sess[i];
+
+		if (s->exit_signal || s->salvaged)
+			fprintf(stderr, "usft: %s-%d %s; %llu events recovered from its ring buffers "
+				"after its death\n", s->comm ? s->comm : "?", s->pid,
+				s->exit_status ? s->exit_status : "died",
+				(unsigned long long)s->salvaged);
+		else if (s->exit_status && !s->ended)
+			fprintf(stderr, "usft: %s-%d %s\n", s->comm ? s->comm : "?", s->pid,
+				s->exit_status);
+	}
 	if ((t.truncated || unfinished) && disk_full(o->path))
 		fprintf(stderr, "usft: the disk holding %s is full (ENOSPC): the trace stops where "
 			"it filled up and keeps the %llu events written before; free space and "

@@ -87,7 +87,7 @@ static void wait_leftovers(const char *prog, const char *output, bool quiet)
 	sigaddset(&set, SIGCHLD);
 	sigprocmask(SIG_BLOCK, &set, &old);
 	while ((p = waitpid(-1, &st, WNOHANG)) > 0)
-		;
+		usft_exit_note(p, st);
 	if (p == 0) {
 		if (!quiet)
 			fprintf(stderr, "usft: %s left processes running (a daemon, background "
@@ -100,7 +100,7 @@ static void wait_leftovers(const char *prog, const char *output, bool quiet)
 				break;
 			}
 			while ((p = waitpid(-1, &st, WNOHANG)) > 0)
-				;
+				usft_exit_note(p, st);
 			if (p < 0 && errno != EINTR)
 				break;		/* ECHILD: nothing left */
 		}
@@ -126,6 +126,8 @@ int usft_cmd_record(int argc, char **argv)
 		{ "option", required_argument, NULL, 'O' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "prefault", no_argument, NULL, 'F' },
+		{ "lossless", no_argument, NULL, 'L' },
+		{ "rings", required_argument, NULL, 'R' },
 		{ "follow-symlink", no_argument, NULL, 'S' },
 		{ "pid", required_argument, NULL, 'P' },
 		{ "duration", required_argument, NULL, 'T' },
@@ -136,7 +138,9 @@ int usft_cmd_record(int argc, char **argv)
 	char *filter = NULL, *notrace_list = NULL, *graph = NULL, *options = NULL;
 	char preload[PATH_MAX], progpath[PATH_MAX], num[32];
 	long long depth = 0, bufkb = 0;
-	bool quiet = false, prefault = false, follow = false, empty;
+	bool quiet = false, prefault = false, follow = false, empty, lossless = false;
+	bool shared_rings = true;
+	char rings[PATH_MAX] = "";
 	const char *pid_arg = NULL;
 	double duration = 0;
 	struct usft_out out;
@@ -211,6 +215,14 @@ int usft_cmd_record(int argc, char **argv)
 		case 'F':
 			prefault = true;
 			break;
+		case 'L':
+			lossless = true;
+			break;
+		case 'R':
+			if (strcmp(optarg, "shared") && strcmp(optarg, "private"))
+				return usft_usage_error("record", "--rings %s: shared or private", optarg);
+			shared_rings = !strcmp(optarg, "shared");
+			break;
 		case 'S':
 			follow = true;
 			break;
@@ -241,9 +253,9 @@ int usft_cmd_record(int argc, char **argv)
 		return usft_usage_error("record", "-P PID or a program to run, not both");
 	if (!pid_arg && duration > 0)
 		return usft_usage_error("record", "--duration goes with -P PID");
-	if (pid_arg && (options || prefault))
-		return usft_usage_error("record", "-O and --prefault apply to a program usft runs, "
-					"not to -P");
+	if (pid_arg && (options || prefault || lossless || !shared_rings))
+		return usft_usage_error("record", "-O, --prefault, --lossless and --rings apply to a "
+					"program usft runs, not to -P");
 	if (optind >= argc && !pid_arg)
 		return usft_usage_error("record", "no program to run");
 	if (usft_find_preload(preload, sizeof(preload))) {
@@ -289,11 +301,17 @@ int usft_cmd_record(int argc, char **argv)
 		usft_out_abort(&out);
 		return USFT_EXIT_RECORD_FAIL;
 	}
+	/* crash-safe recording: the rings in files there (salvage.c) */
+	if (shared_rings && usft_rings_dir_make(rings, sizeof(rings)))
+		fprintf(stderr, "usft: warning: no directory for shared ring buffers (%s): "
+			"recording with private ones, lost if %s is killed\n", strerror(errno),
+			argv[optind]);
 	/* what PROG leaves running (daemon(), background children) comes back to us */
 	prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
 	pid = fork();
 	if (pid < 0) {
 		fprintf(stderr, "usft: fork: %s\n", strerror(errno));
+		usft_rings_salvage(rings, NULL);
 		usft_out_abort(&out);
 		return USFT_EXIT_RECORD_FAIL;
 	}
@@ -329,6 +347,10 @@ int usft_cmd_record(int argc, char **argv)
 			setenv("USFT_CLOCK", clk, 1);
 		if (prefault)
 			setenv("USFT_PREFAULT", "1", 1);
+		if (lossless)
+			setenv("USFT_LOSSLESS", "1", 1);
+		if (rings[0])
+			setenv("USFT_RING_DIR", rings, 1);
 		if (options) {
 			const char *o = getenv("USFT_OPTIONS");
 			char *all = NULL;
@@ -367,16 +389,22 @@ int usft_cmd_record(int argc, char **argv)
 	if (exec_err) {
 		/* it never ran: nothing was written, FILE is as it was */
 		fprintf(stderr, "usft: %s: %s\n", argv[optind], strerror(exec_err));
+		usft_rings_salvage(rings, NULL);
 		usft_out_abort(&out);
 		return exec_err == ENOENT ? USFT_EXIT_NOTFOUND : USFT_EXIT_NOEXEC;
 	}
+	usft_exit_note(pid, status);
 	wait_leftovers(argv[optind], output, quiet);
+	/* the processes that died before finishing the trace: their rings */
+	usft_rings_salvage(rings, out.direct ? NULL : usft_out_write_path(&out));
+	if (!out.direct)
+		usft_exits_write(usft_out_write_path(&out));
 	if (usft_out_commit(&out, false, &empty))
 		rc = USFT_EXIT_RECORD_FAIL;
 	else
 		rc = WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
 	if (!quiet && rc != USFT_EXIT_RECORD_FAIL)
-		usft_record_summary(&out, argv[optind], progpath, empty);
+		usft_record_summary(&out, argv[optind], progpath, empty, lossless);
 	free(filter);
 	free(notrace_list);
 	free(graph);

@@ -18,6 +18,9 @@
  *                     USFT_MAX_THREADS ring slots, 4..65536 (a number out of
  *                     range: a message, and nothing is traced)
  *   USFT_PREFAULT=1   fault in the first thread's whole ring at start
+ *   USFT_RING_DIR     shared (crash-safe) rings: a file in this directory that
+ *                     `usft record` reads after the process dies (unset: private)
+ *   USFT_LOSSLESS=1   a full ring makes the thread wait for the writer
  *   USFT_CLOCK        auto | mono | counter
  *   USFT_OPTIONS      runtime options (read by libusft itself)
  *   USFT_CONTROL=0    no control socket (tracers/control.c)
@@ -115,6 +118,8 @@ __attribute__((constructor)) static void usft_preload_init(void)
 	o.max_threads = (unsigned int)threads;
 	o.append = (v = getenv("USFT_APPEND")) && !strcmp(v, "1");
 	o.prefault = (v = getenv("USFT_PREFAULT")) && !strcmp(v, "1");
+	o.lossless = (v = getenv("USFT_LOSSLESS")) && !strcmp(v, "1");
+	o.ring_dir = getenv("USFT_RING_DIR");
 	if (!o.output || !*o.output)
 		o.output = USFT_TRACE_DEFAULT_FILE;
 	/* exec'd images and chdir() must find the same file */

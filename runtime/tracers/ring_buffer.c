@@ -1,11 +1,17 @@
 // SPDX-License-Identifier: MIT
 /*
  * tracers/ring_buffer.c - the pool of per-thread slots behind
- * ring_buffer.h: one MAP_NORESERVE mapping, a state word per slot, CAS to
+ * ring_buffer.h: one mapping (private: MAP_NORESERVE anonymous memory;
+ * shared: a file, crash-safe recording), a state word per slot, CAS to
  * claim, a pthread key destructor to give back.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
@@ -27,11 +33,59 @@ static pthread_key_t tbuf_key;
 static unsigned long no_slot_events;
 static const unsigned int cpu_unknown = EV_CPU_UNKNOWN;
 static int prefault_ok = 1;
+static bool pool_lossless;
+
+/* shared rings: the file, its mapping (header page, slot headers, rings) */
+static struct usft_ring_file *ring_file;
+static int ring_fd = -1;
+static char ring_dir[PATH_MAX];
+static char ring_path[PATH_MAX];
+static size_t ring_map_bytes;
+static size_t pool_ring, pool_prof_bytes;	/* what init_headers() is given */
+static char *pool_profs;
 
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23
 #endif
 #define HUGE_BYTES		(2UL << 20)
+/* what a producer populates itself when the writer has not yet (shared) */
+#define FIRST_CHUNK		(64UL << 10)
+#define NEXT_CHUNK		(256UL << 10)
+/* lossless: a writer that frees nothing for this long gets the event dropped */
+#define LOSSLESS_WAIT_NS	(1000UL * 1000 * 1000)
+#define LOSSLESS_POLL_NS	(50UL * 1000)
+
+/* raise *@p to @v (the writer and the producer both populate) */
+static void max_store(unsigned long *p, unsigned long v)
+{
+	unsigned long old = __atomic_load_n(p, __ATOMIC_RELAXED);
+
+	while (old < v && !__atomic_compare_exchange_n(p, &old, v, true, __ATOMIC_RELEASE,
+							 __ATOMIC_RELAXED))
+		;
+}
+
+/*
+ * Make ring bytes [from, to) of @b writable without a page fault that
+ * could fail: MADV_POPULATE_WRITE allocates them in the file (an error,
+ * not SIGBUS, when tmpfs is full); fallocate() where the kernel predates it.
+ * Return: 0 or -errno.
+ */
+static int populate(struct usft_tbuf *b, unsigned long from, unsigned long to)
+{
+	char *p = (char *)b->data + from;
+
+	if (prefault_ok && !madvise(p, to - from, MADV_POPULATE_WRITE))
+		return 0;
+	if (errno == EINVAL || errno == ENOSYS)
+		prefault_ok = 0;	/* kernel before 5.14 */
+	if (!ring_file)
+		return prefault_ok ? -errno : 0;	/* private: faults are fine */
+	if (!prefault_ok && ring_fd >= 0 &&
+	    !fallocate(ring_fd, 0, (off_t)((char *)p - (char *)ring_file), (off_t)(to - from)))
+		return 0;
+	return -errno;
+}
 
 int usft_gettid(void)
 {
@@ -58,9 +112,10 @@ struct usft_tbuf *usft_tbuf_slot(unsigned int i)
  */
 void usft_tbuf_prefault(struct usft_tbuf *b)
 {
-	unsigned long head, want, rate;
+	unsigned long head, want, rate, have;
 
-	if (!prefault_ok || b->populated >= b->size)
+	if ((!prefault_ok && !ring_file) || __atomic_load_n(&b->populated, __ATOMIC_ACQUIRE) >=
+	    b->size)
 		return;
 	head = __atomic_load_n(&b->head, __ATOMIC_RELAXED);
 	rate = head - b->prefault_last;
@@ -69,14 +124,63 @@ void usft_tbuf_prefault(struct usft_tbuf *b)
 	want = (want + HUGE_BYTES - 1) & ~(HUGE_BYTES - 1);
 	if (want > b->size)
 		want = b->size;
-	if (want <= b->populated)
+	have = __atomic_load_n(&b->populated, __ATOMIC_ACQUIRE);
+	if (want <= have || populate(b, have, want))
 		return;
-	if (madvise((char *)b->data + b->populated, want - b->populated, MADV_POPULATE_WRITE)) {
-		if (errno == EINVAL || errno == ENOSYS)
-			prefault_ok = 0;	/* kernel before 5.14 */
-		return;
+	max_store(&b->populated, want);
+}
+
+/* the producer's next limit (any value computed here is a lower bound) */
+static unsigned long tbuf_limit(struct usft_tbuf *b)
+{
+	unsigned long full = __atomic_load_n(&b->consumed, __ATOMIC_ACQUIRE) + b->size;
+	unsigned long pop = __atomic_load_n(&b->populated, __ATOMIC_ACQUIRE);
+
+	if (!ring_file || pop >= b->size)
+		return full;
+	return pop < full ? pop : full;
+}
+
+bool usft_tbuf_make_room(struct usft_tbuf *b, unsigned long end)
+{
+	unsigned long waited = 0;
+	int saved = errno;
+	bool ok = true;
+
+	while (end - __atomic_load_n(&b->consumed, __ATOMIC_ACQUIRE) > b->size) {
+		struct timespec ts = { 0, LOSSLESS_POLL_NS };
+
+		/* a writer gone (stopping, stopped by a signal) never hangs us */
+		if (!__atomic_load_n(&pool_lossless, __ATOMIC_RELAXED) ||
+		    waited >= LOSSLESS_WAIT_NS) {
+			ok = false;
+			goto out;
+		}
+		nanosleep(&ts, NULL);
+		waited += LOSSLESS_POLL_NS;
 	}
-	b->populated = want;
+	if (ring_file) {
+		/* the first lap: head never passes the populated part */
+		unsigned long pop = __atomic_load_n(&b->populated, __ATOMIC_ACQUIRE);
+		unsigned long need = end < b->size ? end : b->size;
+
+		if (pop < need) {
+			unsigned long to = need + (pop ? NEXT_CHUNK : FIRST_CHUNK);
+
+			to = (to + 4095) & ~4095UL;
+			if (to > b->size)
+				to = b->size;
+			if (populate(b, pop, to)) {
+				ok = false;
+				goto out;
+			}
+			max_store(&b->populated, to);
+		}
+	}
+	__atomic_store_n(&b->limit, tbuf_limit(b), __ATOMIC_RELAXED);
+out:
+	errno = saved;
+	return ok;
 }
 
 /*
@@ -93,9 +197,22 @@ void usft_tbuf_pool_trim(void)
 
 		if (!b->size || !b->data)
 			continue;
+		if (ring_file && ring_fd >= 0) {
+			/* shared: the file's pages go; a late write re-populates first */
+			__atomic_store_n(&b->limit, 0, __ATOMIC_RELAXED);
+			__atomic_store_n(&b->populated, 0, __ATOMIC_RELEASE);
+			fallocate(ring_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+				  (off_t)((char *)b->data - (char *)ring_file), (off_t)b->size);
+			continue;
+		}
 		madvise(b->data, b->size, MADV_DONTNEED);
 		b->populated = b->size;
 	}
+}
+
+void usft_tbuf_set_lossless(bool on)
+{
+	__atomic_store_n(&pool_lossless, on, __ATOMIC_RELAXED);
 }
 
 void (*usft_tbuf_exit_hook)(void);
@@ -212,6 +329,7 @@ struct usft_tbuf *usft_tbuf_claim(void)
 						 __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
 			continue;
 		b->head = b->commit = b->consumed = 0;
+		b->limit = 0;	/* the first reservation looks (and populates) */
 		b->lost = b->lost_seen = 0;
 		b->nest = b->reserving = b->prof_busy = 0;
 		b->pend_w1 = 0;
@@ -243,11 +361,140 @@ void usft_tbuf_release(struct usft_tbuf *b)
 	__atomic_store_n(&b->state, TBUF_FREE, __ATOMIC_RELEASE);
 }
 
+/* the slot headers' fixed fields (a fresh pool, or a child's new file) */
+static void init_headers(struct usft_tbuf *hdrs, unsigned int n, size_t ring, char *rings,
+			 size_t prof_bytes, char *profs)
+{
+	for (unsigned int i = 0; i < n; i++) {
+		struct usft_tbuf *b = &hdrs[i];
+
+		b->state = TBUF_FREE;
+		b->size = ring;
+		b->wmask = ring ? ring / 8 - 1 : 0;
+		b->data = rings ? (uint64_t *)(rings + (size_t)i * ring) : NULL;
+		b->cpu = &cpu_unknown;
+		b->task = -1;
+		b->populated = ring_file ? 0 : b->populated;
+		if (prof_bytes) {
+			b->prof = (struct usft_prof_ent *)(profs + (size_t)i * prof_bytes);
+			b->prof_mask = prof_bytes / sizeof(struct usft_prof_ent) - 1;
+		}
+	}
+}
+
+/* out of the way of the program's own low descriptor numbers */
+static int high_fd(int fd)
+{
+	int hi = fd >= 0 ? fcntl(fd, F_DUPFD_CLOEXEC, 512) : -1;
+
+	if (hi < 0)
+		return fd;
+	close(fd);
+	return hi;
+}
+
+/*
+ * A new ring file "rings.PID.XXXXXX" in ring_dir, @bytes long (sparse).
+ * Return: its descriptor, or -errno.
+ */
+static int ring_file_create(size_t bytes)
+{
+	int fd, n;
+
+	n = snprintf(ring_path, sizeof(ring_path), "%s/" USFT_RING_FILE_PREFIX "%d.XXXXXX",
+		     ring_dir, (int)getpid());
+	if (n <= 0 || (size_t)n >= sizeof(ring_path))
+		return -ENAMETOOLONG;
+	fd = mkostemp(ring_path, O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (ftruncate(fd, (off_t)bytes)) {
+		int e = errno;
+
+		unlink(ring_path);
+		close(fd);
+		return -e;
+	}
+	return high_fd(fd);
+}
+
+static void ring_file_header(struct usft_ring_file *f, unsigned int n, size_t ring,
+			     size_t hdr_off, size_t data_off)
+{
+	memcpy(f->magic, USFT_RING_MAGIC, 8);
+	f->version = USFT_RING_VERSION;
+	f->pid = (uint32_t)getpid();
+	f->tbuf_size = (uint32_t)sizeof(struct usft_tbuf);
+	f->nr_slots = n;
+	f->ring_bytes = ring;
+	f->hdr_off = hdr_off;
+	f->data_off = data_off;
+	__atomic_store_n(&f->state, USFT_RING_LIVE, __ATOMIC_RELEASE);
+}
+
+struct usft_ring_file *usft_tbuf_ring_file(void)
+{
+	return ring_file;
+}
+
+const char *usft_tbuf_ring_path(void)
+{
+	return ring_file ? ring_path : NULL;
+}
+
+void usft_tbuf_ring_done(void)
+{
+	if (!ring_file)
+		return;
+	__atomic_store_n(&ring_file->state, USFT_RING_ENDED, __ATOMIC_RELEASE);
+	unlink(ring_path);
+}
+
+/*
+ * Fork child: the shared mapping is the parent's too.  The child maps a
+ * file of its own at the same address (the threads' pointers stay
+ * valid); if that fails, private memory there (it records, but not
+ * crash-safe).
+ */
+static void atfork_child_rings(void)
+{
+	size_t hdr_off = (size_t)((char *)pool - (char *)ring_file);
+	size_t data_off = (size_t)((char *)pool[0].data - (char *)ring_file);
+	void *base = ring_file, *p = MAP_FAILED;
+	int fd;
+
+	if (ring_fd >= 0)
+		close(ring_fd);
+	fd = ring_file_create(ring_map_bytes);
+	if (fd >= 0)
+		p = mmap(base, ring_map_bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0);
+	if (p == MAP_FAILED) {
+		if (fd >= 0) {
+			unlink(ring_path);
+			close(fd);
+		}
+		fd = -1;
+		mmap(base, ring_map_bytes, PROT_READ | PROT_WRITE,
+		     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+	}
+	ring_fd = fd;
+	init_headers(pool, nr_slots, pool_ring, (char *)ring_file + data_off, pool_prof_bytes,
+		     pool_profs);
+	ring_file_header(ring_file, nr_slots, pool_ring, hdr_off, data_off);
+	if (fd < 0)
+		ring_file = NULL;	/* private from now on */
+}
+
 /* fork child: only the forking thread exists; its old events are the parent's */
 void usft_tbuf_atfork_child(void)
 {
 	struct usft_tbuf *self = usft_tbuf_own();
 
+	if (ring_file) {
+		atfork_child_rings();
+		if ((unsigned long)self > 1)
+			self->state = TBUF_LIVE;
+	}
 	for (unsigned int i = 0; i < nr_slots; i++) {
 		struct usft_tbuf *b = usft_tbuf_slot(i);
 
@@ -256,6 +503,7 @@ void usft_tbuf_atfork_child(void)
 	}
 	if ((unsigned long)self > 1) {
 		self->head = self->commit = self->consumed = 0;
+		self->limit = 0;
 		self->lost = self->lost_seen = 0;
 		self->nest = self->reserving = self->prof_busy = 0;
 		/* a pending entry was made before the fork: the parent writes it */
@@ -263,6 +511,7 @@ void usft_tbuf_atfork_child(void)
 		self->task = -1;
 		self->comm_valid = 0;
 		self->tid = usft_gettid();
+		self->cpu = tbuf_cpu_ptr();
 		if (self->prof)
 			memset(self->prof, 0, (self->prof_mask + 1) * sizeof(*self->prof));
 	} else {
@@ -301,66 +550,132 @@ static void *reserve(size_t bytes, size_t align)
 	return (void *)a;
 }
 
-int usft_tbuf_pool_init(size_t ring_bytes, size_t prof_entries, unsigned int max_threads,
-			bool prefault_first)
+#define PAGE_UP(x)	(((x) + 4095) & ~(size_t)4095)
+
+/*
+ * Shared rings: header page, slot headers and rings in one file mapping.
+ * Return: the slot headers, NULL (the caller falls back to private rings).
+ */
+static struct usft_tbuf *shared_pool(unsigned int n, size_t ring)
+{
+	size_t hdr_off = 4096, data_off = hdr_off + PAGE_UP(n * sizeof(struct usft_tbuf));
+	size_t bytes = data_off + (size_t)n * ring;
+	void *p;
+	int fd = ring_file_create(bytes);
+
+	if (fd < 0)
+		return NULL;
+	p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED) {
+		unlink(ring_path);
+		close(fd);
+		return NULL;
+	}
+	ring_fd = fd;
+	ring_file = p;
+	ring_map_bytes = bytes;
+	/* the headers (written by every claim) must not fault on a full tmpfs */
+	if (madvise(p, data_off, MADV_POPULATE_WRITE) && fallocate(fd, 0, 0, (off_t)data_off)) {
+		munmap(p, bytes);
+		unlink(ring_path);
+		close(fd);
+		ring_file = NULL;
+		ring_fd = -1;
+		return NULL;
+	}
+	ring_file_header(ring_file, n, ring, hdr_off, data_off);
+	return (struct usft_tbuf *)((char *)p + hdr_off);
+}
+
+/*
+ * The slot headers, rings and profile tables for *@n threads, halving *@n
+ * until the reservations fit (strict overcommit).  Return: the headers,
+ * NULL when not even four fit.
+ */
+static struct usft_tbuf *pool_reserve(bool shared, unsigned int *n, size_t ring,
+				      size_t prof_bytes, char **rings, char **profs)
+{
+	struct usft_tbuf *hdrs;
+
+	for (; *n >= 4; *n /= 2) {
+		if (shared) {
+			hdrs = shared_pool(*n, ring);
+			*rings = hdrs ? (char *)ring_file + ring_file->data_off : NULL;
+		} else {
+			hdrs = reserve(*n * sizeof(*hdrs), 4096);
+			*rings = ring ? reserve(ring * *n, HUGE_BYTES) : NULL;
+		}
+		*profs = prof_bytes ? reserve(prof_bytes * *n, 4096) : NULL;
+		if (hdrs && (!ring || *rings) && (!prof_bytes || *profs))
+			return hdrs;
+		if (hdrs && shared) {
+			munmap(ring_file, ring_map_bytes);
+			unlink(ring_path);
+			close(ring_fd);
+			ring_file = NULL;
+			ring_fd = -1;
+		} else if (hdrs) {
+			munmap(hdrs, *n * sizeof(*hdrs));
+		}
+		if (*rings && !shared)
+			munmap(*rings, ring * *n);
+		if (*profs)
+			munmap(*profs, prof_bytes * *n);
+	}
+	*rings = *profs = NULL;
+	return NULL;
+}
+
+int usft_tbuf_pool_init(const struct usft_pool_opts *o)
 {
 	size_t ring, prof_bytes;
 	char *rings = NULL, *profs = NULL;
 	struct usft_tbuf *hdrs = NULL;
+	unsigned int max_threads = o->max_threads;
+	bool shared = false;
 
 	if (pool)
 		return 0;
 	/* ring * max_threads must not wrap (a ring of 2^56 bytes did) */
-	if (ring_bytes > USFT_RING_MAX_BYTES || max_threads > USFT_MAX_THREADS ||
-	    prof_entries > USFT_RING_MAX_BYTES / sizeof(struct usft_prof_ent))
+	if (o->ring_bytes > USFT_RING_MAX_BYTES || max_threads > USFT_MAX_THREADS ||
+	    o->prof_entries > USFT_RING_MAX_BYTES / sizeof(struct usft_prof_ent))
 		return -EINVAL;
-	ring = ring_bytes ? round_pow2(ring_bytes) : 0;
-	prof_bytes = prof_entries ? round_pow2(prof_entries * sizeof(struct usft_prof_ent)) : 0;
+	ring = o->ring_bytes ? round_pow2(o->ring_bytes) : 0;
+	prof_bytes = o->prof_entries ?
+		     round_pow2(o->prof_entries * sizeof(struct usft_prof_ent)) : 0;
 	if (!max_threads)
 		max_threads = 256;
-	/* halve the slot count until the reservations fit (strict overcommit) */
-	for (; max_threads >= 4; max_threads /= 2) {
-		hdrs = reserve(max_threads * sizeof(*hdrs), 4096);
-		rings = ring ? reserve(ring * max_threads, HUGE_BYTES) : NULL;
-		profs = prof_bytes ? reserve(prof_bytes * max_threads, 4096) : NULL;
-		if (hdrs && (!ring || rings) && (!prof_bytes || profs))
-			break;
-		if (hdrs)
-			munmap(hdrs, max_threads * sizeof(*hdrs));
-		if (rings)
-			munmap(rings, ring * max_threads);
-		if (profs)
-			munmap(profs, prof_bytes * max_threads);
-		hdrs = NULL;
+	pool_lossless = o->lossless;
+	if (ring && o->ring_dir && *o->ring_dir &&
+	    snprintf(ring_dir, sizeof(ring_dir), "%s", o->ring_dir) < (int)sizeof(ring_dir))
+		shared = true;
+	hdrs = pool_reserve(shared, &max_threads, ring, prof_bytes, &rings, &profs);
+	if (!hdrs && shared) {
+		/* no file (a read-only or full directory): private rings, said once */
+		fprintf(stderr, "usft: cannot make shared ring buffers in %s (%s): recording with "
+			"private ones, lost if the process is killed\n", ring_dir, strerror(errno));
+		max_threads = o->max_threads ? o->max_threads : 256;
+		hdrs = pool_reserve(false, &max_threads, ring, prof_bytes, &rings, &profs);
 	}
 	if (!hdrs)
 		return -ENOMEM;
-	/* fewer page faults per byte traced: 2 MiB pages where THP allows */
-	if (rings && ring >= HUGE_BYTES)
-		madvise(rings, ring * max_threads, MADV_HUGEPAGE);
+	/*
+	 * No MADV_HUGEPAGE: a thread's first write would wait while a 2 MiB
+	 * page is zeroed (35 ms seen); 4 KiB pages, faulted in ahead by the
+	 * writer, cost a ring write nothing measurable (docs/tracers.md).
+	 */
 	if (pthread_key_create(&tbuf_key, tbuf_thread_exit))
 		return -EAGAIN;
-	for (unsigned int i = 0; i < max_threads; i++) {
-		struct usft_tbuf *b = &hdrs[i];
-
-		b->state = TBUF_FREE;
-		b->size = ring;
-		b->wmask = ring ? ring / 8 - 1 : 0;
-		b->data = rings ? (uint64_t *)(rings + (size_t)i * ring) : NULL;
-		b->cpu = &cpu_unknown;
-		b->task = -1;
-		if (prof_bytes) {
-			b->prof = (struct usft_prof_ent *)(profs + (size_t)i * prof_bytes);
-			b->prof_mask = prof_bytes / sizeof(struct usft_prof_ent) - 1;
-		}
-	}
+	init_headers(hdrs, max_threads, ring, rings, prof_bytes, profs);
+	pool_ring = ring;
+	pool_prof_bytes = prof_bytes;
+	pool_profs = profs;
 	/*
 	 * The first thread to trace (in practice the main thread) takes slot
 	 * 0 (claim_hint starts there): on request its whole ring is faulted
 	 * in now, so a long run never takes a page fault in a callback.
 	 */
-	if (prefault_first && ring && prefault_ok &&
-	    !madvise(hdrs[0].data, ring, MADV_POPULATE_WRITE))
+	if (o->prefault_first && ring && !populate(&hdrs[0], 0, ring))
 		hdrs[0].populated = ring;
 	nr_slots = max_threads;
 	__atomic_store_n(&pool, hdrs, __ATOMIC_RELEASE);

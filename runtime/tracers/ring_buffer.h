@@ -12,13 +12,23 @@
  * Producer (the owning thread, and signal handlers nested on it):
  *   nest++                            nesting level on this thread
  *   reserve: head += size             (refused while an interrupted outer
- *                                      reservation is in progress: lost)
+ *                                      reservation is in progress: lost;
+ *                                      past @limit: usft_tbuf_make_room())
  *   write the words (masked, so an event may wrap)
  *   outermost level: commit = head    (release), re-checked so a handler
  *                                      that arrived during the commit is
  *                                      published too
  * Full ring: the event is dropped and counted in @lost (kernel ring buffer
- * "lost events"); nothing is overwritten, nothing blocks.
+ * "lost events"); nothing is overwritten.  With the lossless policy the
+ * producer waits for the writer instead, as long as the writer makes
+ * progress (docs/tracers.md, Recording).
+ *
+ * Shared rings (crash-safe recording): the slot headers and the rings live
+ * in a MAP_SHARED mapping of a file (struct usft_ring_file, trace_format.h)
+ * that outlives the process, so `usft record` finds in it, after any death,
+ * what the writer had not written out yet.  Only pages known to be
+ * allocated in that file are written (a page fault on a full tmpfs would
+ * be SIGBUS): @limit never passes the populated part of the first lap.
  *
  * Consumer (the writer thread, or a flush): reads [consumed, commit) and
  * then releases consumed.
@@ -51,6 +61,11 @@ struct usft_tbuf {
 	/* producer: the owning thread */
 	unsigned long head;
 	unsigned long commit;
+	/*
+	 * head may grow to here without a look at the consumer: a lower
+	 * bound of min(consumed + size, populated) (0: look now)
+	 */
+	unsigned long limit;
 	unsigned long lost;
 	unsigned int nest;
 	unsigned int reserving;
@@ -72,7 +87,14 @@ struct usft_tbuf {
 	int task;			/* writer's task table index, -1 none yet */
 	int comm_valid;
 	char comm[16];
-	unsigned long populated;	/* ring bytes faulted in ahead (writer) */
+	/*
+	 * ring bytes of the first lap faulted in (writer ahead of the
+	 * producer, the producer itself in usft_tbuf_make_room()); with shared
+	 * rings the producer never writes past it
+	 */
+	unsigned long populated;
+	/* writer: the end of the EVENTS chunk being written, 0 none (salvage) */
+	unsigned long writing;
 	unsigned long prefault_last;	/* head at the writer's last pass */
 
 	/* geometry, fixed when the pool is made */
@@ -106,6 +128,15 @@ void usft_self_end(void);
 struct usft_tbuf *usft_tbuf_own(void);
 
 struct usft_tbuf *usft_tbuf_claim(void);
+
+/*
+ * usft_tbuf_make_room() - the slow path of a reservation ending at @end:
+ * the ring is full, or the next pages are not there yet.  Populates them
+ * (shared rings), waits for the writer (lossless policy), refreshes @limit.
+ * Called with b->reserving set; no allocation, no lock, errno preserved.
+ * Return: whether the event fits now.
+ */
+bool usft_tbuf_make_room(struct usft_tbuf *b, unsigned long end);
 
 /* an event of a thread that has no slot: dropped, but counted */
 void usft_tbuf_no_slot_event(void);
@@ -178,7 +209,7 @@ usft_tbuf_reserve(struct usft_tbuf *b, uint64_t w0, uint64_t w1, uint64_t w2, ui
 	b->reserving = 1;
 	rb_barrier();
 	head = b->head;
-	if (unlikely(head + n * 8 - __atomic_load_n(&b->consumed, __ATOMIC_ACQUIRE) > b->size)) {
+	if (unlikely(head + n * 8 > b->limit) && !usft_tbuf_make_room(b, head + n * 8)) {
 		b->reserving = 0;
 		goto lost;
 	}
@@ -202,7 +233,8 @@ usft_tbuf_reserve(struct usft_tbuf *b, uint64_t w0, uint64_t w1, uint64_t w2, ui
 		d[(i + 3) & m] = w3;
 	return true;
 lost:
-	b->lost++;
+	/* counted in events: a leaf record holds a call's entry and return */
+	b->lost += (unsigned int)(w1 >> EV_TYPE_SHIFT) >= EV_GRAPH_LEAF ? 2 : 1;
 	return false;
 }
 
@@ -222,8 +254,25 @@ usft_tbuf_write(struct usft_tbuf *b, uint64_t w0, uint64_t w1, uint64_t w2, unsi
 void usft_tbuf_flush_pending(struct usft_tbuf *b);
 
 /* pool (ring_buffer.c) */
-int usft_tbuf_pool_init(size_t ring_bytes, size_t prof_entries, unsigned int max_threads,
-			bool prefault_first);
+struct usft_pool_opts {
+	size_t ring_bytes;
+	size_t prof_entries;
+	unsigned int max_threads;
+	bool prefault_first;		/* the first thread's whole ring at start */
+	bool lossless;			/* full ring: wait for the writer */
+	const char *ring_dir;		/* shared rings: a file there; NULL: private */
+};
+int usft_tbuf_pool_init(const struct usft_pool_opts *o);
+/*
+ * The shared rings' file header (NULL: private rings) and path; after a
+ * fork the child gets a file of its own (usft_tbuf_atfork_child()).
+ */
+struct usft_ring_file *usft_tbuf_ring_file(void);
+const char *usft_tbuf_ring_path(void);
+/* the session ended cleanly: mark the file ended and remove it */
+void usft_tbuf_ring_done(void);
+/* the lossless policy on or off (off before the writer stops) */
+void usft_tbuf_set_lossless(bool on);
 unsigned int usft_tbuf_pool_slots(void);
 struct usft_tbuf *usft_tbuf_slot(unsigned int i);
 void usft_tbuf_release(struct usft_tbuf *b);	/* consumer: DEAD -> FREE */

@@ -50,6 +50,13 @@ enum usft_chunk_type {
 	 * addresses gets SYMS of its own after it.
 	 */
 	USFT_CHUNK_UNMAP = 7,
+	/*
+	 * text lines: how a process ended, written by the `usft record` that
+	 * waited for it: "status=exited\ncode=N\n", "status=killed\nsignal=N\n
+	 * signame=SIGSEGV\ncore=0|1\n"; "status=unknown" for a process that
+	 * died without finishing the trace and that usft did not reap.
+	 */
+	USFT_CHUNK_EXIT = 8,
 };
 
 struct usft_chunk_hdr {
@@ -134,5 +141,42 @@ static inline uint64_t usft_ev_w1(uint64_t ip, unsigned int depth, unsigned int 
 	return (ip & EV_IP_MASK) | ((uint64_t)(depth > EV_DEPTH_MAX ? EV_DEPTH_MAX : depth)
 				    << EV_DEPTH_SHIFT) | ((uint64_t)type << EV_TYPE_SHIFT);
 }
+
+/*
+ * Shared rings (crash-safe recording, ring_buffer.h): the file a process's
+ * slot headers and rings are mapped from, MAP_SHARED, in the directory
+ * `usft record` names (USFT_RING_DIR), "rings.PID.XXXXXX":
+ *
+ *   [0, 4096)            struct usft_ring_file
+ *   [hdr_off, ...)       nr_slots struct usft_tbuf (the build's layout:
+ *                        tbuf_size and version say which)
+ *   [data_off, ...)      nr_slots rings of ring_bytes
+ *
+ * The process marks it ended and removes it once its trace is complete; a
+ * file left there belongs to a process that died first, and `usft record`
+ * appends what the rings still hold to the trace (inject/cli/salvage.c).
+ */
+#define USFT_RING_MAGIC		"USFTRING"
+#define USFT_RING_VERSION	1
+#define USFT_RING_FILE_PREFIX	"rings."
+
+enum usft_ring_state { USFT_RING_LIVE = 1, USFT_RING_ENDED = 2 };
+
+struct usft_ring_file {
+	char magic[8];
+	uint32_t version;
+	uint32_t state;		/* enum usft_ring_state */
+	uint32_t pid;
+	uint32_t tbuf_size;	/* sizeof(struct usft_tbuf) of the writer's build */
+	uint64_t nr_slots;
+	uint64_t ring_bytes;
+	uint64_t hdr_off;
+	uint64_t data_off;
+	/* the writer's totals so far (its END chunk, had it lived) */
+	uint64_t events;
+	uint64_t lost;
+	uint64_t no_slot;
+	uint64_t threads;
+};
 
 #endif /* USFT_TRACE_FORMAT_H */

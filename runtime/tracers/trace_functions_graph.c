@@ -69,7 +69,14 @@ static int graph_entry(struct ftrace_graph_ent *trace, struct fgraph_ops *gops,
 	usft_tbuf_end(b);
 	if (likely(ok))
 		return 1;
+	/* not hooked: its return is lost too (lost counts events) */
+	b->lost++;
+	goto refuse_hooked;
 refuse:
+	/* no ring: the same (usft's own calls, USFT_TBUF_SELF, are not counted) */
+	if (usft_tbuf_self == USFT_TBUF_NONE)
+		usft_tbuf_no_slot_event();
+refuse_hooked:
 	if (started)
 		graph_start = 0;
 	return 0;

@@ -137,6 +137,33 @@ static void parse_session(struct usft_rsession *s, const char *text, size_t len)
 	}
 }
 
+/* an EXIT chunk's "key=value" lines into words a user reads */
+static void parse_exit(struct usft_rsession *s, const char *text)
+{
+	const char *st = strstr(text, "status="), *v;
+	char buf[96], name[24] = "";
+
+	if (!st)
+		return;
+	st += 7;
+	if (!strncmp(st, "exited", 6)) {
+		v = strstr(text, "code=");
+		snprintf(buf, sizeof(buf), "exited %d", v ? atoi(v + 5) : 0);
+	} else if (!strncmp(st, "killed", 6)) {
+		v = strstr(text, "signame=");
+		if (v)
+			sscanf(v + 8, "%23[A-Z0-9+-]", name);
+		v = strstr(text, "signal=");
+		s->exit_signal = v ? atoi(v + 7) : 0;
+		snprintf(buf, sizeof(buf), "killed by %s%s", name[0] ? name : "a signal",
+			 strstr(text, "core=1") ? " (core dumped)" : "");
+	} else {
+		snprintf(buf, sizeof(buf), "died (status unknown)");
+	}
+	free(s->exit_status);
+	s->exit_status = strdup(buf);
+}
+
 static struct usft_rsession *new_session(struct usft_trace *t, int pid)
 {
 	struct usft_rsession *s;
@@ -527,8 +554,14 @@ int usft_trace_read_fd(int fd, struct usft_trace *t, bool load_events)
 			s->ended = true;
 			free(s->end_text);
 			s->end_text = dupn(buf, strnlen(buf, h.size));
+			ns = strstr(buf, "salvaged=");
+			if (ns)
+				s->salvaged = strtoull(ns + 9, NULL, 10);
 			break;
 		}
+		case USFT_CHUNK_EXIT:
+			parse_exit(&t->sess[si], buf);
+			break;
 		default:
 			break;
 		}
@@ -573,6 +606,7 @@ void usft_trace_free(struct usft_trace *t)
 		free(s->version);
 		free(s->text);
 		free(s->end_text);
+		free(s->exit_status);
 		for (size_t k = 0; k < s->nsyms; k++)
 			free(s->syms[k].name);
 		free(s->syms);

@@ -52,8 +52,12 @@ struct usft_rsession {
 	size_t nprof;
 	uint64_t events, lost;	/* counted while reading */
 	uint64_t no_slot;	/* events dropped for want of a ring (END) */
+	uint64_t salvaged;	/* events usft record recovered from its rings after its death */
 	bool ended;		/* an END chunk was seen */
 	char *text, *end_text;	/* the SESSION and the last END chunk as written (key=value lines) */
+	/* how it ended (EXIT): "exited 0", "killed by SIGSEGV (core dumped)"; NULL unknown */
+	char *exit_status;
+	int exit_signal;	/* the signal that killed it, 0 none */
 };
 
 struct usft_revent {

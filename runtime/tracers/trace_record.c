@@ -69,6 +69,7 @@ static struct {
 	pthread_mutex_t wake_lock;
 	pthread_cond_t wake;
 	unsigned long long events, lost;
+	unsigned long long drained;	/* ring bytes written out (the writer's pace) */
 	/* address -> name cache, open addressing */
 	struct sym_ent *syms;
 	size_t sym_cap, sym_n;
@@ -440,10 +441,27 @@ static void drain_slot(struct usft_tbuf *b)
 	flush_syms();
 	iov[0] = (struct iovec){ (char *)b->data + off, first };
 	iov[1] = (struct iovec){ (char *)b->data, len - first };
+	/* a salvage after a death inside this write knows what it held */
+	__atomic_store_n(&b->writing, commit, __ATOMIC_RELEASE);
 	write_chunk(USFT_CHUNK_EVENTS, b->tid, lost - b->lost_seen, iov, 2);
 	S.lost += lost - b->lost_seen;
-	b->lost_seen = lost;
+	__atomic_store_n(&b->lost_seen, lost, __ATOMIC_RELEASE);
 	__atomic_store_n(&b->consumed, commit, __ATOMIC_RELEASE);
+	__atomic_store_n(&b->writing, 0, __ATOMIC_RELEASE);
+	S.drained += len;
+}
+
+/* shared rings: the totals an END chunk would give, for a salvage */
+static void ring_totals(void)
+{
+	struct usft_ring_file *f = usft_tbuf_ring_file();
+
+	if (!f)
+		return;
+	__atomic_store_n(&f->events, S.events, __ATOMIC_RELAXED);
+	__atomic_store_n(&f->lost, S.lost, __ATOMIC_RELAXED);
+	__atomic_store_n(&f->no_slot, usft_tbuf_no_slot(), __ATOMIC_RELAXED);
+	__atomic_store_n(&f->threads, S.ntasks, __ATOMIC_RELEASE);
 }
 
 /*
@@ -510,6 +528,7 @@ static void drain_all(void)
 		}
 	}
 	flush_syms();
+	ring_totals();
 }
 
 /* ---- snapshot: tasks, profile, END ------------------------------------- */
@@ -648,9 +667,14 @@ static void snapshot(bool final)
 
 /* ---- writer thread --------------------------------------------------- */
 
+/* more than this written in one pass: the next pass in 1 ms, not 10 */
+#define WRITER_BUSY_BYTES	(256ULL << 10)
+
 static void *writer_main(void *arg)
 {
+	unsigned long long last = 0;
 	struct timespec ts;
+	long pause;
 
 	/* all of this thread is usft's own: never recorded */
 	usft_self_begin();
@@ -658,6 +682,9 @@ static void *writer_main(void *arg)
 	for (;;) {
 		pthread_mutex_lock(&S.lock);
 		drain_all();
+		/* a busy producer: come back sooner, so its ring never fills */
+		pause = S.drained - last > WRITER_BUSY_BYTES ? 1000 * 1000 : 10 * 1000 * 1000;
+		last = S.drained;
 		pthread_mutex_unlock(&S.lock);
 		pthread_mutex_lock(&S.wake_lock);
 		if (S.stop) {
@@ -665,7 +692,7 @@ static void *writer_main(void *arg)
 			break;
 		}
 		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += 10 * 1000 * 1000;
+		ts.tv_nsec += pause;
 		if (ts.tv_nsec >= 1000000000L) {
 			ts.tv_sec++;
 			ts.tv_nsec -= 1000000000L;
@@ -843,6 +870,28 @@ static void note_unmatched(const char *list)
 	free(copy);
 }
 
+/*
+ * Shared rings: every site's name now (and after each dlopen()), so the
+ * events a salvage recovers from a dead process's rings are named too (the
+ * writer names the others as it writes them).
+ */
+static void name_all_sites(void)
+{
+	int n;
+	unsigned long *ips;
+
+	if (!usft_tbuf_ring_file())
+		return;
+	n = usft_match_sites("*", -1, NULL, 0);
+	if (n <= 0 || !(ips = malloc((size_t)n * sizeof(*ips))))
+		return;
+	n = usft_match_sites("*", -1, ips, (size_t)n);
+	for (int i = 0; i < n; i++)
+		sym_lookup(ips[i]);
+	free(ips);
+	flush_syms();
+}
+
 static void notrace_hook(int begin)
 {
 	if (begin)
@@ -883,9 +932,17 @@ static int tracer_start(const struct usft_trace_opts *o)
 		prof = st.nr_sites * 2 < 1024 ? 1024 : st.nr_sites * 2;
 	if (t->kind != USFT_TRACER_PROFILE || o->reusable)
 		ring = S.opts.buffer_size;
-	ret = usft_tbuf_pool_init(ring, prof, o->max_threads, o->prefault);
-	if (ret)
-		return ret;
+	{
+		struct usft_pool_opts po = {
+			.ring_bytes = ring, .prof_entries = prof, .max_threads = o->max_threads,
+			.prefault_first = o->prefault, .lossless = o->lossless,
+			.ring_dir = o->ring_dir,
+		};
+
+		ret = usft_tbuf_pool_init(&po);
+		if (ret)
+			return ret;
+	}
 	flags = O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | (o->append ? 0 : O_TRUNC);
 	S.fd = open(S.output, flags, 0600);	/* traces can hold sensitive data */
 	if (S.fd < 0)
@@ -922,6 +979,7 @@ static int tracer_start(const struct usft_trace_opts *o)
 		S.fd = -1;
 		return ret;
 	}
+	name_all_sites();
 	if (!S.atfork_done)
 		pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 	S.atfork_done = true;
@@ -950,6 +1008,7 @@ void usft_tracer_drain(void)
 	pthread_mutex_lock(&S.lock);
 	/* the image ends for every thread, whichever one execs */
 	snapshot(true);
+	usft_tbuf_ring_done();
 	pthread_mutex_unlock(&S.lock);
 	usft_self_end();
 }
@@ -1006,6 +1065,11 @@ void usft_tracer_after_dlopen(void)
 	if (S.active && S.tracer->refilter) {
 		usft_self_begin();
 		S.tracer->refilter();
+		if (getpid() == S.pid) {
+			pthread_mutex_lock(&S.lock);
+			name_all_sites();
+			pthread_mutex_unlock(&S.lock);
+		}
 		usft_self_end();
 	}
 }
@@ -1015,11 +1079,13 @@ void usft_tracer_stop(void)
 	if (!S.active || getpid() != S.pid)
 		return;
 	__atomic_store_n(&usft_tracing_on, 0, __ATOMIC_RELEASE);
+	usft_tbuf_set_lossless(false);
 	usft_self_begin();
 	flush_own_pending();
 	stop_writer();
 	pthread_mutex_lock(&S.lock);
 	snapshot(true);
+	usft_tbuf_ring_done();
 	if (S.fd >= 0)
 		close(S.fd);
 	S.fd = -1;

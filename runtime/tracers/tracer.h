@@ -36,6 +36,8 @@ struct usft_trace_opts {
 	bool prefault;			/* fault in the first thread's ring at start */
 	bool quiet;
 	bool reusable;			/* rings for every tracer: later sessions (attach) */
+	bool lossless;			/* a full ring makes the thread wait for the writer */
+	const char *ring_dir;		/* shared (crash-safe) rings in a file there; NULL: private */
 };
 
 /* one tracer (kernel struct tracer) */

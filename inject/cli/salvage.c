@@ -1,0 +1,403 @@
+// SPDX-License-Identifier: MIT
+/*
+ * inject/cli/salvage.c - crash-safe recording, the recorder's half
+ * (docs/tracers.md, "Recording"; the file layout: struct usft_ring_file in
+ * trace_format.h).
+ *
+ * `usft record` makes a private directory (mode 0700, on tmpfs when it can:
+ * no disk writeback of ring pages) and names it in USFT_RING_DIR; every
+ * traced process maps its slot headers and rings from a file there,
+ * MAP_SHARED, so what it wrote stays in the page cache whatever kills it.
+ * A process that ends cleanly writes everything, marks its file ended and
+ * removes it.  Once the processes are gone, a file still there is a process
+ * that died first: its rings still hold what the writer thread had not
+ * written out (up to one drain period) and the kept-back function_graph
+ * entry (the last function entered).  Those events go to the trace as
+ * EVENTS chunks of that pid, with an END chunk that says they were
+ * recovered; then an EXIT chunk with how the process ended.
+ *
+ * The ring files come from processes usft started, but their contents are
+ * checked as any input: sizes against the file, offsets against the ring.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "cli.h"
+#include "ring_buffer.h"
+#include "trace_format.h"
+
+#ifndef TMPFS_MAGIC
+#define TMPFS_MAGIC 0x01021994
+#endif
+
+static bool on_tmpfs(const char *dir)
+{
+	struct statfs sf;
+
+	return !statfs(dir, &sf) && sf.f_type == TMPFS_MAGIC && !access(dir, W_OK);
+}
+
+int usft_rings_dir_make(char *dir, size_t len)
+{
+	const char *cand[3] = { "/dev/shm", getenv("XDG_RUNTIME_DIR"), NULL };
+	const char *tmp = getenv("TMPDIR");
+
+	for (int i = 0; i < 3; i++) {
+		const char *base = cand[i];
+
+		if (!base)
+			base = tmp && *tmp ? tmp : "/tmp";	/* last: wherever TMPDIR is */
+		else if (!*base || !on_tmpfs(base))
+			continue;
+		if (snprintf(dir, len, "%s/usft-rings-XXXXXX", base) >= (int)len)
+			continue;
+		if (mkdtemp(dir))
+			return 0;
+	}
+	dir[0] = 0;
+	return -1;
+}
+
+/* ---- the trace file ---------------------------------------------------- */
+
+static int put_chunk(int fd, unsigned int type, uint32_t pid, uint32_t tid, uint64_t arg,
+		     const struct iovec *iov, int n)
+{
+	static const char zero[8];
+	struct usft_chunk_hdr h = { .version = USFT_TRACE_VERSION, .type = (uint16_t)type,
+				    .pid = pid, .tid = tid, .arg = arg };
+	struct iovec v[5];
+	size_t size = 0, total;
+	int k = 0;
+
+	memcpy(h.magic, USFT_TRACE_MAGIC, 4);
+	for (int i = 0; i < n; i++)
+		size += iov[i].iov_len;
+	h.size = (size + 7) & ~7UL;
+	v[k++] = (struct iovec){ &h, sizeof(h) };
+	for (int i = 0; i < n && k < 4; i++)
+		if (iov[i].iov_len)
+			v[k++] = iov[i];
+	if (h.size != size)
+		v[k++] = (struct iovec){ (void *)zero, h.size - size };
+	total = sizeof(h) + h.size;
+	return writev(fd, v, k) == (ssize_t)total ? 0 : -1;
+}
+
+static int put_text(int fd, unsigned int type, uint32_t pid, const char *text)
+{
+	struct iovec iov = { (void *)text, strlen(text) };
+
+	return put_chunk(fd, type, pid, 0, 0, &iov, 1);
+}
+
+/* how @status reads in an EXIT chunk */
+static void exit_text(int status, bool known, char *buf, size_t len)
+{
+	if (!known)
+		snprintf(buf, len, "status=unknown\n");
+	else if (WIFSIGNALED(status))
+		snprintf(buf, len, "status=killed\nsignal=%d\nsigname=SIG%s\ncore=%d\n",
+			 WTERMSIG(status), sigabbrev_np(WTERMSIG(status)) ?: "?",
+			 WCOREDUMP(status) ? 1 : 0);
+	else
+		snprintf(buf, len, "status=exited\ncode=%d\n", WEXITSTATUS(status));
+}
+
+/*
+ * A writer killed inside a write leaves its last chunk cut, and a cut
+ * chunk ends every reader there: the file is cut back to the chunk before
+ * (its events are still in the rings: the writer had not marked them
+ * consumed).  Also notes, for the slots caught inside a write, whether
+ * their chunk made it in full.
+ */
+struct inflight {
+	size_t slot;
+	uint32_t pid, tid;
+	uint64_t bytes;		/* payload the chunk being written would have */
+	bool written;
+};
+
+static void check_tail(int fd, struct inflight *fl, size_t nfl)
+{
+	struct usft_chunk_hdr h;
+	struct stat st;
+	off_t pos = 0;
+
+	if (fstat(fd, &st))
+		return;
+	while (pos + (off_t)sizeof(h) <= st.st_size) {
+		if (pread(fd, &h, sizeof(h), pos) != sizeof(h) || memcmp(h.magic, USFT_TRACE_MAGIC, 4))
+			break;
+		if (h.size > (uint64_t)(st.st_size - pos - (off_t)sizeof(h)))
+			break;	/* cut */
+		if (h.type == USFT_CHUNK_EVENTS)
+			for (size_t i = 0; i < nfl; i++)
+				if (fl[i].pid == h.pid && fl[i].tid == h.tid)
+					fl[i].written = h.size == ((fl[i].bytes + 7) & ~7ULL);
+		pos += (off_t)sizeof(h) + (off_t)h.size;
+	}
+	if (pos < st.st_size && ftruncate(fd, pos))
+		fprintf(stderr, "usft: cannot cut the partial chunk off the trace: %s\n",
+			strerror(errno));
+}
+
+/* ---- one ring file ----------------------------------------------------- */
+
+struct ringmap {
+	char *map;
+	size_t len;
+	const struct usft_ring_file *f;
+};
+
+static int ring_open(const char *path, struct ringmap *r)
+{
+	struct stat st;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	const struct usft_ring_file *f;
+
+	memset(r, 0, sizeof(*r));
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_size < 4096) {
+		close(fd);
+		return -1;
+	}
+	r->len = (size_t)st.st_size;
+	r->map = mmap(NULL, r->len, PROT_READ, MAP_SHARED, fd, 0);
+	close(fd);
+	if (r->map == MAP_FAILED)
+		return -1;
+	f = r->f = (const struct usft_ring_file *)r->map;
+	if (memcmp(f->magic, USFT_RING_MAGIC, 8) || f->version != USFT_RING_VERSION ||
+	    f->tbuf_size != sizeof(struct usft_tbuf) || f->nr_slots > USFT_MAX_THREADS ||
+	    f->ring_bytes > USFT_RING_MAX_BYTES || (f->ring_bytes & (f->ring_bytes - 1)) ||
+	    f->hdr_off < sizeof(*f) || f->hdr_off + f->nr_slots * sizeof(struct usft_tbuf) > f->data_off ||
+	    f->data_off > r->len || f->nr_slots * f->ring_bytes > r->len - f->data_off) {
+		munmap(r->map, r->len);
+		return -1;
+	}
+	return 0;
+}
+
+static const struct usft_tbuf *ring_slot(const struct ringmap *r, size_t i)
+{
+	return (const struct usft_tbuf *)(r->map + r->f->hdr_off) + i;
+}
+
+/* the slot's unwritten events, [from, to) of its ring, made contiguous */
+static uint64_t *ring_copy(const struct ringmap *r, size_t i, uint64_t from, uint64_t to)
+{
+	uint64_t size = r->f->ring_bytes, len = to - from, off = from & (size - 1);
+	const char *ring = r->map + r->f->data_off + i * size;
+	uint64_t first = len < size - off ? len : size - off;
+	char *p = malloc(len + 16);
+
+	if (!p)
+		return NULL;
+	memcpy(p, ring + off, first);
+	memcpy(p + first, ring, len - first);
+	return (uint64_t *)p;
+}
+
+/* events (an entry and a return count two in a leaf) in @n words */
+static uint64_t count_events(const uint64_t *w, size_t n, size_t *used)
+{
+	uint64_t ev = 0;
+	size_t i = 0;
+
+	while (i + 2 <= n) {
+		unsigned int type = (unsigned int)(w[i + 1] >> EV_TYPE_SHIFT);
+		unsigned int k = usft_ev_words(type);
+
+		if (!k || i + k > n)
+			break;
+		ev += type == EV_GRAPH_LEAF || type == EV_GRAPH_LEAF_GONE ? 2 : 1;
+		i += k;
+	}
+	*used = i;
+	return ev;
+}
+
+struct salvage_sum {
+	uint64_t events, lost;
+	unsigned int threads;
+};
+
+static void salvage_slot(int fd, const struct ringmap *r, size_t i, const struct inflight *fl,
+			 struct salvage_sum *sum)
+{
+	const struct usft_tbuf *b = ring_slot(r, i);
+	uint64_t consumed = b->consumed, commit = b->commit, lost = b->lost - b->lost_seen;
+	uint64_t size = r->f->ring_bytes, *w, ev;
+	size_t words, used;
+	struct iovec iov;
+	bool pend;
+
+	if (b->state != TBUF_LIVE && b->state != TBUF_DEAD)
+		return;
+	if (fl && fl->written)
+		consumed = b->writing;	/* the chunk made it; the writer died after */
+	if (commit < consumed || commit - consumed > size || (commit & 7) || (consumed & 7))
+		return;		/* not a state the producer leaves: nothing to trust */
+	/* died inside a callback: the event it was writing never was */
+	if (b->nest)
+		lost++;
+	pend = !b->nest && b->pend_w1 && (b->pend_w1 >> EV_TYPE_SHIFT) == EV_GRAPH_ENT;
+	if (commit == consumed && !lost && !pend)
+		return;
+	w = ring_copy(r, i, consumed, commit);
+	if (!w)
+		return;
+	words = (size_t)(commit - consumed) / 8;
+	ev = count_events(w, words, &used);
+	if (pend) {
+		/* the entry kept back: the last function this thread entered */
+		w[used] = b->pend_w0;
+		w[used + 1] = b->pend_w1;
+		used += 2;
+		ev++;
+	}
+	iov = (struct iovec){ w, used * 8 };
+	if (!put_chunk(fd, USFT_CHUNK_EVENTS, r->f->pid, (uint32_t)b->tid, lost, &iov, 1)) {
+		sum->events += ev;
+		sum->lost += lost;
+		sum->threads++;
+	}
+	free(w);
+	if (b->comm_valid) {
+		char comm[16];
+
+		memcpy(comm, b->comm, 16);
+		comm[15] = 0;
+		iov = (struct iovec){ comm, 16 };
+		put_chunk(fd, USFT_CHUNK_TASK, r->f->pid, (uint32_t)b->tid, 0, &iov, 1);
+	}
+}
+
+/* a process's rings after its death: what they still hold, and END */
+/* ---- exit statuses of the processes usft reaped ------------------------- */
+
+static struct {
+	int pid, status;
+} *exits;
+static size_t nexits, exits_cap;
+
+void usft_exit_note(int pid, int status)
+{
+	if (nexits == exits_cap) {
+		size_t cap = exits_cap ? exits_cap * 2 : 16;
+		void *p = realloc(exits, cap * sizeof(*exits));
+
+		if (!p)
+			return;
+		exits = p;
+		exits_cap = cap;
+	}
+	exits[nexits].pid = pid;
+	exits[nexits++].status = status;
+}
+
+static bool exit_known(int pid)
+{
+	for (size_t i = 0; i < nexits; i++)
+		if (exits[i].pid == pid)
+			return true;
+	return false;
+}
+
+void usft_exits_write(const char *trace)
+{
+	char text[128];
+	int fd = open(trace, O_WRONLY | O_APPEND | O_CLOEXEC);
+	struct stat st;
+
+	if (fd < 0)
+		return;
+	/* nothing recorded stays nothing (the file is then not kept) */
+	for (size_t i = 0; !fstat(fd, &st) && st.st_size && i < nexits; i++) {
+		exit_text(exits[i].status, true, text, sizeof(text));
+		put_text(fd, USFT_CHUNK_EXIT, (uint32_t)exits[i].pid, text);
+	}
+	close(fd);
+}
+
+static void salvage_file(int fd, const char *path, uint64_t *total)
+{
+	struct salvage_sum sum = { 0 };
+	struct inflight *fl = NULL;
+	struct ringmap r;
+	size_t nfl = 0;
+	char text[256];
+
+	if (ring_open(path, &r))
+		return;
+	if (r.f->state != USFT_RING_LIVE)
+		goto out;	/* it ended cleanly (the unlink did not happen) */
+	fl = calloc(r.f->nr_slots ? r.f->nr_slots : 1, sizeof(*fl));
+	for (size_t i = 0; fl && i < r.f->nr_slots; i++) {
+		const struct usft_tbuf *b = ring_slot(&r, i);
+
+		if (b->writing && b->writing > b->consumed && b->writing - b->consumed <= r.f->ring_bytes)
+			fl[nfl++] = (struct inflight){ i, r.f->pid, (uint32_t)b->tid,
+						       b->writing - b->consumed, false };
+	}
+	check_tail(fd, fl, nfl);
+	for (size_t i = 0, k = 0; i < r.f->nr_slots; i++) {
+		const struct inflight *mine = NULL;
+
+		if (k < nfl && fl[k].slot == i)
+			mine = &fl[k++];
+		salvage_slot(fd, &r, i, mine, &sum);
+	}
+	snprintf(text, sizeof(text), "events=%llu\nlost=%llu\nno_slot=%llu\nthreads=%llu\n"
+		 "salvaged=%llu\n", (unsigned long long)(r.f->events + sum.events),
+		 (unsigned long long)(r.f->lost + sum.lost), (unsigned long long)r.f->no_slot,
+		 (unsigned long long)r.f->threads, (unsigned long long)sum.events);
+	put_text(fd, USFT_CHUNK_END, r.f->pid, text);
+	if (!exit_known((int)r.f->pid)) {
+		/* not reaped by usft (a grandchild its parent waited for) */
+		put_text(fd, USFT_CHUNK_EXIT, r.f->pid, "status=unknown\n");
+	}
+	*total += sum.events;
+out:
+	free(fl);
+	munmap(r.map, r.len);
+}
+
+unsigned long long usft_rings_salvage(const char *dir, const char *trace)
+{
+	uint64_t total = 0;
+	struct dirent *d;
+	DIR *dp;
+	int fd;
+
+	if (!dir || !*dir || !(dp = opendir(dir)))
+		return 0;
+	fd = trace ? open(trace, O_RDWR | O_APPEND | O_CLOEXEC) : -1;
+	while ((d = readdir(dp))) {
+		char path[PATH_MAX];
+
+		if (strncmp(d->d_name, USFT_RING_FILE_PREFIX, strlen(USFT_RING_FILE_PREFIX)) ||
+		    snprintf(path, sizeof(path), "%s/%s", dir, d->d_name) >= (int)sizeof(path))
+			continue;
+		if (fd >= 0)
+			salvage_file(fd, path, &total);
+		unlink(path);
+	}
+	closedir(dp);
+	if (fd >= 0)
+		close(fd);
+	rmdir(dir);
+	return total;
+}

@@ -1,0 +1,107 @@
+// SPDX-License-Identifier: MIT
+/*
+ * crash MODE N PROGRESS: two threads call step() (main) and step2() (a
+ * second thread) in a loop; before each call the thread stores the call's
+ * number in PROGRESS (a file mapped MAP_SHARED: it survives any death).
+ * After N calls of step() the main thread ends the process by MODE:
+ *   segv   a store through NULL in crash_here() (SIGSEGV)
+ *   abort  abort() from crash_here() (SIGABRT)
+ *   bus    a store to a page past the end of a file, in crash_here() (SIGBUS)
+ *   exit   _exit(3) from crash_here()
+ *   loop   none: loops until killed from outside (N ignored)
+ * The crash-safety test (tests/e2e/reliability.py, crash_safe) checks that
+ * every call the progress file counts is in the trace.
+ */
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#include "tracee.h"
+
+static volatile long *progress;
+
+TRACEE long leaf(long x)
+{
+	KEEP();
+	return x * 3 + 1;
+}
+
+TRACEE long step(long x)
+{
+	KEEP();
+	return leaf(x) + 1;
+}
+
+TRACEE long step2(long x)
+{
+	KEEP();
+	return leaf(x) - 1;
+}
+
+TRACEE void crash_here(const char *mode)
+{
+	KEEP();
+	if (!strcmp(mode, "segv")) {
+		*(volatile int *)(unsigned long)progress[3] = 1;	/* progress[3] is 0 */
+	} else if (!strcmp(mode, "abort")) {
+		abort();
+	} else if (!strcmp(mode, "bus")) {
+		char name[] = "/tmp/usft-crash-bus-XXXXXX";
+		int fd = mkstemp(name);
+		char *p;
+
+		unlink(name);
+		p = fd >= 0 ? mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : NULL;
+		if (p && p != MAP_FAILED)
+			p[4096] = 1;	/* the file is empty: SIGBUS */
+		raise(SIGBUS);
+	}
+	_exit(3);
+}
+
+static void *second(void *arg)
+{
+	long v = 0;
+
+	for (long i = 0;; i++) {
+		progress[1] = i;
+		v = step2(v);
+		if (!(i % 64))
+			usleep(100);	/* traces of a few MB, not hundreds */
+	}
+	return arg;
+}
+
+int main(int argc, char **argv)
+{
+	const char *mode = argc > 1 ? argv[1] : "loop";
+	long n = argc > 2 ? atol(argv[2]) : 1000, v = 0;
+	pthread_t t;
+	int fd;
+
+	if (argc < 4) {
+		fprintf(stderr, "usage: crash segv|abort|bus|exit|loop N PROGRESS\n");
+		return 2;
+	}
+	fd = open(argv[3], O_RDWR | O_CREAT | O_TRUNC, 0600);
+	if (fd < 0 || ftruncate(fd, 4096))
+		return 1;
+	progress = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (progress == MAP_FAILED)
+		return 1;
+	progress[0] = progress[1] = -1;
+	pthread_create(&t, NULL, second, NULL);
+	for (long i = 0; !strcmp(mode, "loop") || i < n; i++) {
+		progress[0] = i;
+		v = step(v);
+		if (!(i % 64))
+			usleep(100);
+	}
+	progress[0] = n;
+	crash_here(mode);
+	return (int)(v & 1);
+}

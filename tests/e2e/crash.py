@@ -1,0 +1,183 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Crash-safe recording (docs/tracers.md, "Recording"): tracees killed at
+random points, by a signal from outside (SIGKILL, SIGSEGV, SIGABRT, SIGBUS)
+or by their own fault (a NULL store, abort(), a SIGBUS page, _exit), a
+hundred times.  samples/tracee/crash.c stores the number of each call in a
+MAP_SHARED progress file before making it, so the test knows which calls
+the tracee had made: every one of them must be in the trace, the last
+function entered before a fault (crash_here) in the tree, and the summary
+must say how the process ended.  One ctest test per case, like e2e.py.
+"""
+import os
+import random
+import re
+import signal
+import struct
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import e2e  # noqa: E402
+from e2e import Fail, check, tracee  # noqa: E402
+
+RUNS = int(os.environ.get("USFT_CRASH_RUNS", "100"))
+
+
+def progress(path):
+    try:
+        with open(path, "rb") as f:
+            return struct.unpack("<qq", f.read(16))
+    except (OSError, struct.error):
+        return None
+
+
+def env():
+    e = dict(os.environ)
+    for k in list(e):
+        if k.startswith("USFT_") or k == "LD_PRELOAD":
+            del e[k]
+    return e
+
+
+def children(pid):
+    try:
+        with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
+            return [int(x) for x in f.read().split()]
+    except OSError:
+        return []
+
+
+def count(text, tracer, func):
+    if tracer == "function":
+        return len(re.findall(r": %s <-" % func, text))
+    return len(re.findall(r"\|\s+%s\(\)( \{|;)" % func, text))
+
+
+def read_trace(path):
+    """{name: [calls per tid]}, the last function entered per tid and the
+    exit text, read from the file itself (trace_format.h): an oracle that
+    does not share the reader's code."""
+    with open(path, "rb") as f:
+        data = f.read()
+    names, words, last, pos, exitinfo = {}, {}, {}, 0, ""
+    while pos + 32 <= len(data):
+        magic, ver, typ, pid, tid, size, arg = struct.unpack_from("<4sHHIIQQ", data, pos)
+        check(magic == b"USFT" and pos + 32 + size <= len(data),
+              "%s: a damaged chunk at %d" % (path, pos))
+        body = data[pos + 32:pos + 32 + size]
+        if typ == 4:                    # SYMS
+            off = 0
+            while off + 24 <= len(body):
+                addr, _, nlen, _ = struct.unpack_from("<QQII", body, off)
+                names[addr] = body[off + 24:off + 24 + nlen].decode()
+                off += 24 + ((nlen + 8) & ~7)
+        elif typ == 2:                  # EVENTS
+            words.setdefault(tid, []).append(body)
+        elif typ == 8:                  # EXIT
+            exitinfo = body.rstrip(b"\0").decode()
+        pos += 32 + size
+    calls = {}
+    for tid, bodies in words.items():
+        w = struct.unpack("<%dQ" % (sum(len(b) for b in bodies) // 8), b"".join(bodies))
+        k = 0
+        while k + 2 <= len(w):
+            typ = w[k + 1] >> 60
+            n = {1: 3, 2: 2, 3: 2, 4: 2, 5: 3, 6: 3}.get(typ, 0)
+            if not n:
+                break
+            if typ in (1, 2, 5, 6):     # a call: FUNC, graph entry, leaf
+                name = names.get(w[k + 1] & ((1 << 48) - 1), "?")
+                calls.setdefault(name, {}).setdefault(tid, 0)
+                calls[name][tid] += 1
+                last[tid] = name
+            k += n
+    return calls, last, exitinfo
+
+
+def one(i, rnd, work):
+    mode = rnd.choice(["kill"] * 55 + ["segv"] * 15 + ["abort"] * 15 + ["bus"] * 10 +
+                      ["exit"] * 5)
+    tracer = rnd.choice(["function_graph"] * 3 + ["function"])
+    prog = os.path.join(work, "p%d" % i)
+    out = os.path.join(work, "t%d.dat" % i)
+    n = rnd.randint(0, 3000)
+    cmd = [e2e.ARGS.usft, "record", "-q", "-p", tracer, "-o", out, "--",
+           tracee("crash"), "loop" if mode == "kill" else mode, str(n), prog]
+    p = subprocess.Popen(cmd, env=env(), cwd=work, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE)
+    sig = None
+    if mode == "kill":
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            pr = progress(prog)
+            if pr and pr[0] >= 0:
+                break
+            time.sleep(0.002)
+        time.sleep(rnd.uniform(0, 0.02))
+        sig = rnd.choice([signal.SIGKILL] * 3 + [signal.SIGSEGV, signal.SIGABRT, signal.SIGBUS])
+        for c in children(p.pid):
+            os.kill(c, sig)
+    _, err = p.communicate(timeout=60)
+    err = err.decode(errors="replace")
+    want_rc = {"kill": 128 + (sig or 0), "segv": 128 + signal.SIGSEGV,
+               "abort": 128 + signal.SIGABRT, "bus": 128 + signal.SIGBUS, "exit": 3}[mode]
+    check(p.returncode == want_rc, "run %d (%s): usft record exit %d, want %d: %s"
+          % (i, mode, p.returncode, want_rc, err))
+    pr = progress(prog)
+    check(pr is not None, "run %d: no progress file" % i)
+    calls, last, exitinfo = read_trace(out)
+    main_tid = min(calls.get("crash_here", calls.get("step", {0: 0})))
+    main = sum(calls.get("step", {}).values())
+    second = sum(calls.get("step2", {}).values())
+    what = "run %d (%s, %s)" % (i, mode, tracer)
+    # progress[k] = c is stored before call c: calls 0..c-1 were made (c may be)
+    check(pr[0] <= main <= pr[0] + 1,
+          "%s: %d step() calls in the trace, the tracee made %d" % (what, main, pr[0]))
+    # _exit: the second thread runs on, untraced, while the trace is finished
+    check(mode == "exit" or pr[1] <= second <= pr[1] + 1,
+          "%s: %d step2() calls in the trace, the tracee made %d" % (what, second, pr[1]))
+    if mode != "kill":
+        check(main == n, "%s: %d step() calls, want %d" % (what, main, n))
+        check(last.get(main_tid) == "crash_here",
+              "%s: the last function entered is %s, not crash_here" % (what, last.get(main_tid)))
+    check(("status=killed" if mode != "exit" else "status=exited") in exitinfo,
+          "%s: the file does not say how the process ended: %r" % (what, exitinfo))
+    if i % 10 == 0:
+        # the reader agrees with the oracle
+        rc, text, rerr = e2e.usft("report", "-i", out)
+        check(rc == 0, "%s: report failed: %s" % (what, rerr))
+        check(count(text, tracer, "step") == main,
+              "%s: report shows %d step() calls, the file holds %d"
+              % (what, count(text, tracer, "step"), main))
+    os.unlink(out)
+    os.unlink(prog)
+    return mode
+
+
+def case_crash_safe():
+    seed = int(os.environ.get("USFT_CRASH_SEED", str(int(time.time()))))
+    rnd = random.Random(seed)
+    print("seed %d (USFT_CRASH_SEED=%d repeats this run)" % (seed, seed))
+    modes = {}
+    for i in range(RUNS):
+        try:
+            m = one(i, rnd, e2e.ARGS.work)
+        except Fail as f:
+            raise Fail("seed %d: %s" % (seed, f))
+        modes[m] = modes.get(m, 0) + 1
+    # the file says how it ended: one run's summary, checked in full
+    prog = os.path.join(e2e.ARGS.work, "p")
+    rc, out, err = e2e.usft("record", "-o", "s.dat", "--", tracee("crash"), "segv", "10", prog)
+    check(rc == 128 + signal.SIGSEGV, "segv run: exit %d" % rc)
+    check(re.search(r"tracee-crash-\d+ killed by SIGSEGV( \(core dumped\))?; \d+ events "
+                    r"recovered", err), "the summary does not say how it ended:\n" + err)
+    print("%d runs: %s" % (RUNS, ", ".join("%s %d" % kv for kv in sorted(modes.items()))))
+
+
+CASES = {k[5:]: v for k, v in globals().items() if k.startswith("case_")}
+e2e.CASES = CASES
+
+if __name__ == "__main__":
+    sys.exit(e2e.main())
