@@ -34,6 +34,7 @@ static unsigned long no_slot_events;
 static const unsigned int cpu_unknown = EV_CPU_UNKNOWN;
 static int prefault_ok = 1;
 static bool pool_lossless;
+static unsigned int pool_waiters;	/* lossless producers waiting now */
 
 /* shared rings: the file, its mapping (header page, slot headers, rings) */
 static struct usft_ring_file *ring_file;
@@ -153,12 +154,18 @@ bool usft_tbuf_make_room(struct usft_tbuf *b, unsigned long end)
 		/* a writer gone (stopping, stopped by a signal) never hangs us */
 		if (!__atomic_load_n(&pool_lossless, __ATOMIC_RELAXED) ||
 		    waited >= LOSSLESS_WAIT_NS) {
+			if (waited)
+				__atomic_sub_fetch(&pool_waiters, 1, __ATOMIC_RELAXED);
 			ok = false;
 			goto out;
 		}
+		if (!waited)
+			__atomic_add_fetch(&pool_waiters, 1, __ATOMIC_RELAXED);
 		nanosleep(&ts, NULL);
 		waited += LOSSLESS_POLL_NS;
 	}
+	if (waited)
+		__atomic_sub_fetch(&pool_waiters, 1, __ATOMIC_RELAXED);
 	if (ring_file) {
 		/* the first lap: head never passes the populated part */
 		unsigned long pop = __atomic_load_n(&b->populated, __ATOMIC_ACQUIRE);
@@ -208,6 +215,11 @@ void usft_tbuf_pool_trim(void)
 		madvise(b->data, b->size, MADV_DONTNEED);
 		b->populated = b->size;
 	}
+}
+
+unsigned int usft_tbuf_waiters(void)
+{
+	return __atomic_load_n(&pool_waiters, __ATOMIC_RELAXED);
 }
 
 void usft_tbuf_set_lossless(bool on)

@@ -273,6 +273,8 @@ const char *usft_tbuf_ring_path(void);
 void usft_tbuf_ring_done(void);
 /* the lossless policy on or off (off before the writer stops) */
 void usft_tbuf_set_lossless(bool on);
+/* producers waiting for the writer now (it comes back at once) */
+unsigned int usft_tbuf_waiters(void);
 unsigned int usft_tbuf_pool_slots(void);
 struct usft_tbuf *usft_tbuf_slot(unsigned int i);
 void usft_tbuf_release(struct usft_tbuf *b);	/* consumer: DEAD -> FREE */

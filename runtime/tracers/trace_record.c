@@ -70,6 +70,7 @@ static struct {
 	pthread_cond_t wake;
 	unsigned long long events, lost;
 	unsigned long long drained;	/* ring bytes written out (the writer's pace) */
+	unsigned long fullest;		/* most bytes one ring held in this pass */
 	/* address -> name cache, open addressing */
 	struct sym_ent *syms;
 	size_t sym_cap, sym_n;
@@ -449,6 +450,8 @@ static void drain_slot(struct usft_tbuf *b)
 	__atomic_store_n(&b->consumed, commit, __ATOMIC_RELEASE);
 	__atomic_store_n(&b->writing, 0, __ATOMIC_RELEASE);
 	S.drained += len;
+	if (len > S.fullest)
+		S.fullest = len;
 }
 
 /* shared rings: the totals an END chunk would give, for a salvage */
@@ -683,7 +686,13 @@ static void *writer_main(void *arg)
 		pthread_mutex_lock(&S.lock);
 		drain_all();
 		/* a busy producer: come back sooner, so its ring never fills */
-		pause = S.drained - last > WRITER_BUSY_BYTES ? 1000 * 1000 : 10 * 1000 * 1000;
+		/*
+		 * A ring a quarter full in one pass, or a producer waiting for
+		 * room: back in 100 us; much written: 1 ms; else 10 ms.
+		 */
+		pause = usft_tbuf_waiters() || S.fullest * 4 > S.opts.buffer_size ? 100 * 1000 :
+			S.drained - last > WRITER_BUSY_BYTES ? 1000 * 1000 : 10 * 1000 * 1000;
+		S.fullest = 0;
 		last = S.drained;
 		pthread_mutex_unlock(&S.lock);
 		pthread_mutex_lock(&S.wake_lock);
