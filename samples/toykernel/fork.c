@@ -21,6 +21,7 @@
 static struct kmem_cache *task_struct_cachep;
 static atomic_int last_pid = 1;
 atomic_int nr_threads;
+atomic_ulong total_forks;
 
 __toy static int alloc_pid(void)
 {
@@ -54,8 +55,8 @@ __toy static struct task_struct *copy_process(const char *comm)
 	p->pid = alloc_pid();
 	strncpy(p->comm, comm, sizeof(p->comm) - 1);
 	p->comm[sizeof(p->comm) - 1] = '\0';
-	/* a child lives between 50 and 150 of its ticks: the population turns over */
-	p->exit_at = 50 + (unsigned long)p->pid * 37 % 100;
+	/* a child lives for 20 to 59 system calls: the population turns over */
+	p->exit_at = 20 + (unsigned long)p->pid * 37 % 40;
 	p->step = 0;
 	sched_fork(p);
 	atomic_fetch_add(&nr_threads, 1);
@@ -69,6 +70,7 @@ __toy long kernel_clone(const char *comm)
 	if (!p)
 		return -12;	/* -ENOMEM */
 	wake_up_new_task(p);
+	atomic_fetch_add(&total_forks, 1);
 	return p->pid;
 }
 

@@ -207,7 +207,7 @@ __toy long sys_execve(const char *filename)
 }
 
 /* a task's "program": one system call per tick, in turn */
-enum { NR_read, NR_write, NR_fcntl, NR_sched_yield, NR_clone, NR_vfork, NR_execve };
+enum { NR_read, NR_write, NR_fcntl, NR_sched_yield, NR_nanosleep, NR_clone, NR_vfork, NR_execve };
 
 __toy static long do_syscall_64(struct task_struct *p, int nr)
 {
@@ -224,6 +224,8 @@ __toy static long do_syscall_64(struct task_struct *p, int nr)
 		return sys_fcntl(fd, F_SETLK);
 	case NR_sched_yield:
 		return sys_sched_yield();
+	case NR_nanosleep:
+		return sys_nanosleep(1000000);	/* 1 ms */
 	case NR_clone:
 		return sys_clone(p->comm);
 	case NR_vfork:
@@ -235,11 +237,12 @@ __toy static long do_syscall_64(struct task_struct *p, int nr)
 }
 
 #define MAX_TASKS 24
-extern atomic_int nr_threads;
 
 __toy void run_task(struct task_struct *p)
 {
-	static const int program[] = { NR_read, NR_write, NR_fcntl, NR_read, NR_sched_yield };
+	static const int program[] = {
+		NR_read, NR_write, NR_fcntl, NR_read, NR_sched_yield, NR_read, NR_nanosleep,
+	};
 	unsigned long step = p->step++;
 
 	if (p->exit_at && step >= p->exit_at) {

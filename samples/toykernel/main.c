@@ -43,6 +43,16 @@ static void *cpu_thread(void *arg)
 	return NULL;
 }
 
+/* init/main.c: the caches, the run queues, then init (pid 1) */
+__toy static void start_kernel(int ncpus)
+{
+	kmem_cache_init();
+	vfs_init();
+	fork_init();
+	sched_init(ncpus);
+	init_task_start();
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: toykernel [--cpus N] [--hz HZ] [--seconds S] [--console]\n"
@@ -78,11 +88,7 @@ int main(int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 
-	kmem_cache_init();
-	vfs_init();
-	fork_init();
-	sched_init((int)ncpus);
-	init_task_start();
+	start_kernel((int)ncpus);
 	printf("toykernel: pid %d, %ld cpus, HZ=%d\n", getpid(), ncpus, toy_hz);
 	fflush(stdout);
 
@@ -102,5 +108,6 @@ int main(int argc, char **argv)
 	for (long cpu = 0; cpu < ncpus; cpu++)
 		printf("cpu%ld: %lu ticks, %lu context switches\n", cpu, cpu_rq((int)cpu)->ticks,
 		       cpu_rq((int)cpu)->nr_switches);
+	printf("forks: %lu\n", atomic_load(&total_forks));
 	return 0;
 }

@@ -16,6 +16,15 @@
  *           rcu_sched_clock_irq()
  *           scheduler_tick()
  *     irq_exit()                       the softirqs run here
+ *
+ * and a task's sleep (kernel/time/hrtimer.c):
+ *
+ *   sys_nanosleep()
+ *     hrtimer_nanosleep()
+ *       hrtimer_start_range_ns()
+ *       do_nanosleep()
+ *         schedule()                     the CPU runs another task meanwhile
+ *       hrtimer_try_to_cancel()
  */
 #include <time.h>
 #include "toykernel.h"
@@ -87,6 +96,48 @@ __toy static void hrtimer_interrupt(void)
 {
 	tick_sched_timer();
 	barrier();
+}
+
+struct hrtimer {
+	unsigned long expires;		/* ns, ktime_get() time */
+	bool active;
+};
+
+__toy static void hrtimer_start_range_ns(struct hrtimer *t, unsigned long delta_ns)
+{
+	t->expires = ktime_get() + delta_ns;
+	t->active = true;
+}
+
+__toy static int hrtimer_try_to_cancel(struct hrtimer *t)
+{
+	int was_active = t->active;
+
+	t->active = false;
+	return was_active;
+}
+
+__toy static long do_nanosleep(struct hrtimer *t)
+{
+	/* a toy: the task gives its CPU away once; the tick is its wake-up */
+	schedule();
+	return t->expires > ktime_get() ? (long)(t->expires - ktime_get()) : 0;
+}
+
+__toy static long hrtimer_nanosleep(unsigned long ns)
+{
+	struct hrtimer t = { 0 };
+	long left;
+
+	hrtimer_start_range_ns(&t, ns);
+	left = do_nanosleep(&t);
+	hrtimer_try_to_cancel(&t);
+	return left;
+}
+
+__toy long sys_nanosleep(unsigned long ns)
+{
+	return hrtimer_nanosleep(ns);
 }
 
 __toy void timer_interrupt(void)

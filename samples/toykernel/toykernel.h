@@ -125,6 +125,7 @@ void cpu_startup_entry(int cpu);
 /* time.c */
 void timer_interrupt(void);
 unsigned long ktime_get(void);
+long sys_nanosleep(unsigned long ns);
 extern atomic_ulong jiffies;
 
 /* softirq.c */
@@ -140,6 +141,8 @@ int do_execve(struct task_struct *p, const char *filename);
 void fork_init(void);
 void init_task_start(void);
 void free_task(struct task_struct *p);
+extern atomic_int nr_threads;
+extern atomic_ulong total_forks;
 
 /* fs.c: system calls on a toy file system */
 long sys_read(int fd, char *buf, size_t count);
