@@ -12,8 +12,9 @@ ftracetest.py --usft PATH --toykernel PATH --work DIR --expected FILE
    fsname tracefs, so ftracetest finds it as the first tracefs line of
    /proc/mounts), and runs ftracetest on test.d/00basic and test.d/ftrace.
    Inside that namespace /proc/sys/kernel/sched_rt_runtime_us (which
-   ftracetest sets to -1) is a scratch file, and modprobe/rmmod refuse:
-   nothing the run does reaches the host's kernel.
+   ftracetest sets to -1) is a scratch file, stack_tracer_enabled is the
+   tracefs's stack tracer switch, and modprobe/rmmod refuse: nothing the
+   run does reaches the host's kernel.
 3. Parses the per-case results into a table (WORK/results.txt) and compares
    it with the expected table: a case expected PASS that does not pass fails
    the test, as does a case missing from either side.  Cases expected to
@@ -93,14 +94,32 @@ def mounted(path):
         return any(line.split()[1] == path for line in f)
 
 
-def shield_host(work):
-    """What ftracetest would write to the host kernel goes to scratch files."""
-    rt = "/proc/sys/kernel/sched_rt_runtime_us"
-    if os.path.exists(rt):
-        scratch = os.path.join(work, "sched_rt_runtime_us")
-        with open(rt) as f, open(scratch, "w") as g:
-            g.write(f.read())
-        subprocess.run(["mount", "--bind", scratch, rt], check=True)
+def shield_host(work, tracing):
+    """What ftracetest writes to the host kernel goes to scratch files.
+
+    /proc/sys/kernel is replaced, in this namespace only, by a directory of
+    links to the real entries, except sched_rt_runtime_us (a scratch copy:
+    ftracetest sets it to -1) and stack_tracer_enabled (a link to the
+    tracefs's own stack tracer switch when it has one: the kernel's is this
+    sysctl, which a FUSE mount cannot add).  modprobe/rmmod/insmod refuse.
+    """
+    kdir = "/proc/sys/kernel"
+    orig = os.path.join(work, "proc-sys-kernel")
+    over = os.path.join(work, "sys-kernel")
+    os.makedirs(orig, exist_ok=True)
+    shutil.rmtree(over, ignore_errors=True)
+    os.makedirs(over)
+    subprocess.run(["mount", "--bind", kdir, orig], check=True)
+    for e in os.listdir(orig):
+        if e == "sched_rt_runtime_us":
+            with open(os.path.join(orig, e)) as f, open(os.path.join(over, e), "w") as g:
+                g.write(f.read())
+        elif e != "stack_tracer_enabled":
+            os.symlink(os.path.join(orig, e), os.path.join(over, e))
+    knob = os.path.join(tracing, "stack_tracer_enabled")
+    if os.path.isfile(knob):
+        os.symlink(knob, os.path.join(over, "stack_tracer_enabled"))
+    subprocess.run(["mount", "--bind", over, kdir], check=True)
     shims = os.path.join(work, "bin")
     os.makedirs(shims, exist_ok=True)
     for tool in ("modprobe", "rmmod", "insmod"):
@@ -116,7 +135,6 @@ def run_inner(a):
     work = a.work
     tracing = os.path.join(work, "tracing")
     os.makedirs(tracing, exist_ok=True)
-    shims = shield_host(work)
     env = {k: v for k, v in os.environ.items() if not k.startswith("USFT_") and k != "LD_PRELOAD"}
     rec = subprocess.Popen([a.usft, "record", "-q", "-p", "nop", "-b", "1024",
                             "-o", os.path.join(work, "toykernel.dat"), "--", a.toykernel],
@@ -134,6 +152,7 @@ def run_inner(a):
         wait_for(lambda: mounted(tracing) or mnt.poll() not in (None, 0), 20, "the mount")
         if not mounted(tracing):
             raise RuntimeError("usft mount %s %s failed: %s" % (pid, tracing, mnt.stdout.read()))
+        shims = shield_host(work, tracing)
         logdir = os.path.join(work, "logs")
         shutil.rmtree(logdir, ignore_errors=True)
         cmd = ["sh", os.path.join(a.selftests, "ftracetest"), "-k", "-l", logdir]
