@@ -94,6 +94,16 @@ def mounted(path):
         return any(line.split()[1] == path for line in f)
 
 
+def hide_other_tracefs():
+    """ftracetest takes the FIRST /proc/mounts line containing "tracefs": the
+    kernel's own tracefs (/sys/kernel/tracing on most hosts) or another usft
+    mount must not be it.  Detached in this namespace only (private)."""
+    with open("/proc/self/mounts") as f:
+        others = [line.split()[1] for line in f if "tracefs" in line]
+    for path in reversed(others):
+        subprocess.run(["umount", "-l", path.replace("\\040", " ")], check=True)
+
+
 def shield_host(work, tracing):
     """What ftracetest writes to the host kernel goes to scratch files.
 
@@ -135,6 +145,7 @@ def run_inner(a):
     work = a.work
     tracing = os.path.join(work, "tracing")
     os.makedirs(tracing, exist_ok=True)
+    hide_other_tracefs()
     env = {k: v for k, v in os.environ.items() if not k.startswith("USFT_") and k != "LD_PRELOAD"}
     rec = subprocess.Popen([a.usft, "record", "-q", "-p", "nop", "-b", "1024",
                             "-o", os.path.join(work, "toykernel.dat"), "--", a.toykernel],
