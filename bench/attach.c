@@ -19,6 +19,7 @@
 #include <time.h>
 #include <usft/ftrace.h>
 #include <usft/usft.h>
+#include "cpu.h"
 
 extern void *const bench_many[10000];
 extern const char bench_empty_tramp[];
@@ -163,6 +164,7 @@ int main(int argc, char **argv)
 	per_ops = calloc(10000, sizeof(*per_ops));
 	if (!per_ops)
 		die("calloc", ENOMEM);
+	bench_print_cpu(stdout, "usft-bench-attach");
 	printf("# usft-bench-attach: %d rounds, models alternating\n", rounds);
 	for (int k = 0; k < 3; k++) {
 		int n = sizes[k];

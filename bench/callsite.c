@@ -12,9 +12,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <usft/ftrace.h>
 #include <usft/usft.h>
+#include "cpu.h"
+#include "ratio.h"
 
 #if defined(__clang__)
 #define TRACEE __attribute__((noinline, used))
@@ -49,22 +50,10 @@ static notrace void die(const char *what, int err)
 	exit(1);
 }
 
-static notrace double now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e9 + ts.tv_nsec;
-}
-
+/* ns per call of cs_target, the median of chunks (bench_time_calls()) */
 static notrace double time_calls(long n)
 {
-	long (*volatile fn)(long) = cs_target;
-	double t0 = now_ns();
-
-	for (long i = 0; i < n; i++)
-		fn(i);
-	return (now_ns() - t0) / n;
+	return bench_time_calls(cs_target, n, NULL);
 }
 
 static notrace int cmpd(const void *a, const void *b)
@@ -89,7 +78,7 @@ static notrace double sample(int mode, int n_unrel, long calls, double *reg_ms,
 	if (ftrace_set_filter_ip(&relevant, (unsigned long)cs_target, 0, 1) ||
 	    register_ftrace_function(&relevant))
 		die("register relevant", errno);
-	t0 = now_ns();
+	t0 = bench_now_ns();
 	for (int i = 0; i < n_unrel; i++) {
 		memset(&unrelated[i], 0, sizeof(unrelated[i]));
 		unrelated[i].func = count_cb;
@@ -97,7 +86,7 @@ static notrace double sample(int mode, int n_unrel, long calls, double *reg_ms,
 		    register_ftrace_function(&unrelated[i]))
 			die("register unrelated", errno);
 	}
-	*reg_ms = (now_ns() - t0) / 1e6;
+	*reg_ms = (bench_now_ns() - t0) / 1e6;
 	usft_stat(&st);
 	*bytes = st.callsite_bytes;
 	time_calls(calls / 20 + 1);
@@ -137,6 +126,7 @@ int main(int argc, char **argv)
 		die("usft_init", errno);
 	if (usft_set_option("ops_trampolines", "0"))
 		die("ops_trampolines", errno);
+	bench_print_cpu(stdout, "usft-bench-callsite");
 	printf("# usft-bench-callsite: %ld calls per sample, %d rounds, modes interleaved\n",
 	       calls, rounds);
 	double l0 = 0, c0 = 0, l16 = 0, c16 = 0;

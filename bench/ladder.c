@@ -25,9 +25,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <usft/ftrace.h>
 #include <usft/usft.h>
+#include "cpu.h"
 #include "ratio.h"
 
 #if defined(__clang__)
@@ -161,24 +161,15 @@ static notrace void teardown(struct bcase *c)
 		detach_unrelated(c->unrelated);
 }
 
-static notrace double now_ns(void)
+/* ns per call, the median of chunks (bench_time_calls()) */
+static notrace double time_calls(long (*fn)(long), long n)
 {
-	struct timespec ts;
+	long acc;
+	double ns = bench_time_calls(fn, n, &acc);
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e9 + ts.tv_nsec;
-}
-
-static notrace double time_calls(long (*volatile fn)(long), long n)
-{
-	long acc = 0;
-	double t0 = now_ns();
-
-	for (long i = 0; i < n; i++)
-		acc += fn(i);
 	if (acc != n * (n - 1) / 2 + n && fn != bench_other)
 		die("wrong results while timing", EIO);
-	return (now_ns() - t0) / n;
+	return ns;
 }
 
 static notrace int cmpd(const void *a, const void *b)
@@ -284,6 +275,7 @@ int main(int argc, char **argv)
 	};
 	int nc = (int)(sizeof(cases) / sizeof(cases[0]));
 
+	bench_print_cpu(stdout, "usft-bench-ladder");
 	printf("# usft-bench-ladder: %ld calls per sample, %d rounds, cases interleaved\n",
 	       calls, rounds);
 	printf("# near trampolines in rel32 reach: %s; far trampoline in reach: %s\n",

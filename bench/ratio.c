@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <usft/ftrace.h>
 #include "ratio.h"
 
@@ -62,4 +63,35 @@ notrace int bench_print_ratio(FILE *out, const char *name, const char *fmt, cons
 	fprintf(out, "ratio %s=noisy (too noisy to measure: its cases' rounds spread by "
 		"+-%.2f ns per call, as much as the difference it needs)\n", name, noise_ns);
 	return 1;
+}
+
+notrace double bench_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e9 + ts.tv_nsec;
+}
+
+#define MAX_CHUNKS 4096
+notrace double bench_time_calls(long (*fn)(long), long n, long *acc)
+{
+	long (*volatile f)(long) = fn;
+	double t[MAX_CHUNKS];
+	long sum = 0, i = 0;
+	int k = 0;
+
+	while (i < n && k < MAX_CHUNKS) {
+		long end = i + BENCH_CHUNK < n ? i + BENCH_CHUNK : n;
+		double t0 = bench_now_ns();
+
+		for (long j = i; j < end; j++)
+			sum += f(j);
+		t[k++] = (bench_now_ns() - t0) / (double)(end - i);
+		i = end;
+	}
+	if (acc)
+		*acc = sum;
+	qsort(t, k, sizeof(*t), cmp_double);
+	return t[k / 2];
 }

@@ -17,4 +17,17 @@ double bench_spread(const double *v, int n);
 int bench_print_ratio(FILE *out, const char *name, const char *fmt, const char *how,
 		      double v, double lo, double hi, double ns_per_unit, double noise_ns);
 
+/* CLOCK_MONOTONIC in ns */
+double bench_now_ns(void);
+
+/*
+ * bench_time_calls() - ns per call of @n calls of @fn(0..n-1), timed in
+ * chunks of BENCH_CHUNK calls and the median chunk returned: on a shared
+ * machine a thread is preempted now and then, and a chunk that was is an
+ * outlier the median leaves out, where one long timing carries every
+ * preemption of the sample.  *@acc (may be NULL) gets the sum of results.
+ */
+#define BENCH_CHUNK 8192
+double bench_time_calls(long (*fn)(long), long n, long *acc);
+
 #endif

@@ -21,6 +21,7 @@
 #include <usft/ftrace.h>
 #include <usft/trampoline.h>
 #include <usft/usft.h>
+#include "cpu.h"
 
 #if defined(__clang__)
 #define TRACEE __attribute__((noinline, used))
@@ -161,6 +162,7 @@ int main(int argc, char **argv)
 		perror("usft_init");
 		return 1;
 	}
+	bench_print_cpu(stdout, "usft-bench-trigger");
 	printf("# usft-bench-trigger: %ld calls per sample, %d rounds, cases interleaved\n",
 	       n, rounds);
 	for (int r = 0; r < rounds; r++) {

@@ -32,6 +32,7 @@ fi
 {
 	echo "# usft bench $(date -u +%Y-%m-%dT%H:%M:%SZ) quick=$QUICK"
 	echo "# machine: $(uname -m) $(nproc) cpus, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')"
+	echo "# load average at start: $(cut -d" " -f1-3 /proc/loadavg)"
 	echo "# build: $BUILD ($(grep -m1 CMAKE_BUILD_TYPE:STRING "$BUILD/CMakeCache.txt" 2>/dev/null | cut -d= -f2)), $(cc --version | head -1)"
 } > "$OUT/machine.txt"
 
@@ -54,6 +55,16 @@ run ladder "$B/usft-bench-ladder" $LADDER_ARGS
 run trigger "$B/usft-bench-trigger" $TRIGGER_ARGS
 run attach "$B/usft-bench-attach" $ATTACH_ARGS
 run callsite "$B/usft-bench-callsite" $CALLSITE_ARGS
+
+# ---- the floor: tracers against the cheapest timestamped event, 1 and 2
+# threads, usft and uftrace (bench/floor.sh runs usft-bench-floor under each)
+log "floor ..."
+if [ "$QUICK" = 1 ]; then FLOOR_ENV="ROUNDS=1 SCALE=0.25 INNER=3"; else FLOOR_ENV="ROUNDS=3 SCALE=1 INNER=5"; fi
+env $FLOOR_ENV bench/floor.sh "$BUILD" "$OUT" > "$OUT/floor.md"
+sed -n 's/^summary //p' "$OUT/floor-summary.txt" | awk '{
+	for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2]; k[i] = kv[1] }
+	for (i = 3; i <= NF; i++) if (v[k[i]] != "-") print "floor," v["tool"] "_" v["threads"] "t," k[i] "," v[k[i]]
+}' >> "$CSV"
 
 # ---- peers: the same workload under each tool ---------------------------
 PD=$OUT/peers
@@ -140,6 +151,10 @@ done
 			print "";
 		}' "$CSV"
 	done
+	echo "## floor"
+	echo
+	grep -v '^summary' "$OUT/floor.md"
+	echo
 	echo "## ratios"
 	echo
 	grep '^ratio' "$RAW" | sed 's/^/- /'
