@@ -72,6 +72,13 @@ int usft_text_open(unsigned long addr, size_t len)
 		size_t i;
 		int prot;
 
+		/*
+		 * A batch opens its sites in address order: the page is most
+		 * often the last one opened.  Only then the scan (a lookup per
+		 * site over every open page made start-up quadratic in sites).
+		 */
+		if (nr_open && open_pages[nr_open - 1].page == p)
+			continue;
 		for (i = 0; i < nr_open; i++)
 			if (open_pages[i].page == p)
 				break;

@@ -342,7 +342,11 @@ __no_tsan int x86_poke_flush(void)
 		poke_nr = 0;
 		return -EPERM;
 	}
-	qsort(poke_vec, poke_nr, sizeof(*poke_vec), entry_cmp);
+	/* batches are queued in record (address) order: sort only when not */
+	for (i = 1; i < poke_nr && poke_vec[i - 1].addr < poke_vec[i].addr; i++)
+		;
+	if (i < poke_nr)
+		qsort(poke_vec, poke_nr, sizeof(*poke_vec), entry_cmp);
 	ret = poke_flush_without_traps();
 	if (ret <= 0) {
 		poke_nr = 0;
