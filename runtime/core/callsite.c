@@ -71,6 +71,7 @@ void ftrace_callsite_rebuild(struct ftrace_callsite *cs)
 			continue;
 		e = &snap->ent[snap->nr++];
 		e->filter = NULL;	/* selected already: no hash test at call time */
+		e->filter_bloom = ~0UL;
 		e->ntrace = NULL;
 		e->filter_bits = e->ntrace_bits = 0;
 		e->save_regs = ftrace_ops_wants_regs(op);

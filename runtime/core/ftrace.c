@@ -1351,6 +1351,21 @@ static void fill_hash(struct ftrace_hash *h, struct ftrace_func_entry ***b, unsi
 	}
 }
 
+/* filters of more entries than this test every call against the hash */
+#define LIST_BLOOM_MAX	24
+
+static unsigned long fill_bloom(struct ftrace_hash *h)
+{
+	struct ftrace_func_entry *fe;
+	unsigned long bloom = 0, i;
+
+	if (ftrace_hash_empty(h) || h->count > LIST_BLOOM_MAX)
+		return ~0UL;
+	for_each_hash_entry(h, i, fe)
+		bloom |= list_bloom_bit(fe->ip);
+	return bloom;
+}
+
 void ftrace_free_snap(void *p)
 {
 	free(p);
@@ -1390,6 +1405,7 @@ static void ftrace_list_rebuild(void)
 			continue;
 		e = &snap->ent[snap->nr++];
 		fill_hash(op->func_hash->filter_hash, &e->filter, &e->filter_bits);
+		e->filter_bloom = fill_bloom(op->func_hash->filter_hash);
 		fill_hash(op->func_hash->notrace_hash, &e->ntrace, &e->ntrace_bits);
 		e->save_regs = ftrace_ops_wants_regs(op);
 		e->op = op;
@@ -1443,6 +1459,7 @@ void ftrace_ops_list_func(unsigned long ip, unsigned long parent_ip,
 			  struct ftrace_ops *ignored, struct ftrace_regs *fregs)
 {
 	struct list_snap *snap;
+	unsigned long ipbit;
 	bool have_regs;
 	int bit;
 
@@ -1456,10 +1473,12 @@ void ftrace_ops_list_func(unsigned long ip, unsigned long parent_ip,
 		trace_clear_recursion(bit);
 		return;
 	}
+	ipbit = list_bloom_bit(ip);
 	for (unsigned int i = 0; i < snap->nr; i++) {
 		const struct list_ent *e = &snap->ent[i];
 
-		if (e->filter && !bucket_has(e->filter, e->filter_bits, ip))
+		if (e->filter && (!(e->filter_bloom & ipbit) ||
+				  !bucket_has(e->filter, e->filter_bits, ip)))
 			continue;
 		if (e->ntrace && bucket_has(e->ntrace, e->ntrace_bits, ip))
 			continue;

@@ -433,12 +433,26 @@ void ftrace_object_release_hashes(struct usft_object *obj);
  * ops' hashes change (userspace difference, docs/design.md).
  */
 struct list_ent {
+	/*
+	 * One bit per filter entry (list_bloom_bit()), all ones for a big
+	 * filter: a call whose bit is clear is not in the filter, known from
+	 * this array alone, without the hash's buckets and entries (three
+	 * dependent loads per unrelated ops on the list path).  usft's own
+	 * addition to the kernel's walk; the verdict is the hash's.
+	 */
+	unsigned long filter_bloom;
 	struct ftrace_func_entry **filter;	/* NULL: the filter is empty */
 	struct ftrace_func_entry **ntrace;	/* notrace; NULL: nothing excluded */
 	unsigned char filter_bits, ntrace_bits;
 	bool save_regs;
 	struct ftrace_ops *op;
 };
+
+/* the filter_bloom bit of @ip: the top 6 bits of a multiplicative hash */
+static inline unsigned long list_bloom_bit(unsigned long ip)
+{
+	return 1UL << ((ip * 0x9e3779b97f4a7c15UL) >> 58);
+}
 
 struct list_snap {
 	unsigned int nr;
