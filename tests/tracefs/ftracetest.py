@@ -24,6 +24,7 @@ Exit status: 0 as expected, 1 a regression, 77 skipped (the reason is
 printed: no tarball, not root, no /dev/fuse, no `usft mount` yet).
 """
 import argparse
+import ctypes
 import os
 import re
 import shutil
@@ -71,6 +72,11 @@ def extract(tarball, work):
         f.write(stamp_text)
     print("ftracetest: extracted %s from %s in %.1f s" % (SELFTESTS, tarball, time.monotonic() - t0))
     return dest
+
+
+def die_with_parent():
+    PR_SET_PDEATHSIG = 1
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
 
 def has_mount_command(usft):
@@ -294,9 +300,11 @@ def main():
     inner = [sys.executable, os.path.abspath(__file__), "--inner", "--usft", a.usft,
              "--toykernel", a.toykernel, "--work", a.work, "--expected", a.expected,
              "--selftests", a.selftests, "--timeout", str(a.timeout), "--cases"] + a.cases
-    # --kill-child: if this test is killed, everything in the namespace goes with it
+    # if this test is killed, unshare gets SIGKILL (parent-death signal), and
+    # with --kill-child the namespace's first process, and so all of it, too
     p = subprocess.run(["unshare", "--mount", "--propagation", "private", "--pid", "--fork",
-                        "--mount-proc", "--kill-child"] + inner, timeout=a.timeout + 60)
+                        "--mount-proc", "--kill-child"] + inner, timeout=a.timeout + 60,
+                       preexec_fn=die_with_parent)
     if p.returncode != 0:
         print("FAIL the run inside the namespace exited %d" % p.returncode)
         return 1
