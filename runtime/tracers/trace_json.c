@@ -3,7 +3,7 @@
  * tracers/trace_json.c - Chrome trace-event JSON (the format Perfetto and
  * chrome://tracing load): process and thread names as metadata events,
  * function_graph frames as B/E pairs per thread, function tracer calls as
- * instant events, profiles as an extra "usftProfile" array.
+ * instant events, profiles as a "profile" track of slices per process.
  *
  * The B/E events of every thread nest: a return whose entry is not in the
  * file (lost, or entered before a fork) is left out, and frames still open
@@ -148,6 +148,42 @@ static bool close_to(FILE *out, bool *first, struct usft_trace *t, struct jthrea
 	return true;
 }
 
+/*
+ * A profile (per-function tables, no timeline) as one Perfetto track per
+ * process, "profile": a slice per function, heaviest first, laid end to
+ * end from the session's start, as long as the function's total time, its
+ * hits, total, average and variance in args.
+ */
+static void print_profile_track(FILE *out, bool *first, struct usft_rsession *s)
+{
+	uint64_t ts = s->base_ns;
+
+	if (!s->nprof)
+		return;
+	usft_prof_sort(s);
+	fprintf(out, "%s\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":%d,"
+		"\"args\":{\"name\":\"profile\"}}", *first ? "" : ",", s->pid, s->pid);
+	*first = false;
+	for (size_t k = 0; k < s->nprof; k++) {
+		const struct usft_rprof *p = &s->prof[k];
+		char buf[32];
+
+		fprintf(out, ",\n{\"ph\":\"X\",\"cat\":\"profile\",\"pid\":%d,\"tid\":%d,\"ts\":",
+			s->pid, s->pid);
+		json_ts(out, ts);
+		fputs(",\"dur\":", out);
+		json_ts(out, p->time_ns);
+		fputs(",\"name\":", out);
+		if (!p->name)
+			snprintf(buf, sizeof(buf), "0x%" PRIx64, p->addr);
+		json_str(out, p->name ? p->name : buf);
+		fprintf(out, ",\"args\":{\"hits\":%" PRIu64 ",\"time_ns\":%" PRIu64
+			",\"avg_ns\":%" PRIu64 "}}", p->hits, p->time_ns,
+			p->hits ? p->time_ns / p->hits : 0);
+		ts += p->time_ns;
+	}
+}
+
 int usft_print_json(FILE *out, struct usft_trace *t, unsigned int flags)
 {
 	const char *tracer = usft_trace_tracer(t);
@@ -235,32 +271,11 @@ int usft_print_json(FILE *out, struct usft_trace *t, unsigned int flags)
 		for (struct jthread *j = tab[h]; j; j = j->next)
 			close_open(out, &first, t, j);
 	}
+	for (size_t si = 0; si < t->nsess; si++)
+		print_profile_track(out, &first, &t->sess[si]);
 	fputs("\n],\n\"displayTimeUnit\":\"ns\",\n\"otherData\":{\"tracer\":", out);
 	json_str(out, tracer);
 	fprintf(out, ",\"events\":%" PRIu64 ",\"lost\":%" PRIu64 "}", t->events, t->lost);
-	if (!strcmp(tracer, "profile")) {
-		bool pf = true;
-
-		fputs(",\n\"usftProfile\":[", out);
-		for (size_t si = 0; si < t->nsess; si++) {
-			struct usft_rsession *s = &t->sess[si];
-
-			for (size_t k = 0; k < s->nprof; k++) {
-				const struct usft_rprof *p = &s->prof[k];
-
-				fprintf(out, "%s\n{\"pid\":%d,\"function\":", pf ? "" : ",", s->pid);
-				if (p->name)
-					json_str(out, p->name);
-				else
-					fprintf(out, "\"0x%" PRIx64 "\"", p->addr);
-				fprintf(out, ",\"hits\":%" PRIu64 ",\"time_ns\":%" PRIu64
-					",\"avg_ns\":%" PRIu64 "}", p->hits, p->time_ns,
-					p->hits ? p->time_ns / p->hits : 0);
-				pf = false;
-			}
-		}
-		fputs("\n]", out);
-	}
 	fputs("\n}\n", out);
 	for (size_t h = 0; h < nb; h++)
 		while (tab[h]) {

@@ -382,6 +382,12 @@ static int prof_cmp(const void *a, const void *b)
 	return x->hits > y->hits ? -1 : x->hits < y->hits;
 }
 
+void usft_prof_sort(struct usft_rsession *s)
+{
+	if (s->nprof)
+		qsort(s->prof, s->nprof, sizeof(*s->prof), prof_cmp);
+}
+
 static void print_profile(FILE *out, struct usft_trace *t, unsigned int flags)
 {
 	if (!(flags & USFT_PRINT_NO_HEADER))
@@ -391,7 +397,7 @@ static void print_profile(FILE *out, struct usft_trace *t, unsigned int flags)
 
 		if (!s->nprof)
 			continue;
-		qsort(s->prof, s->nprof, sizeof(*s->prof), prof_cmp);
+		usft_prof_sort(s);
 		fprintf(out, "# process %s-%d%s%s\n", s->comm ? s->comm : "?", s->pid,
 			s->cmdline && *s->cmdline ? ": " : "", s->cmdline ? s->cmdline : "");
 		fprintf(out, "  Function                               Hit    Time            Avg             s^2\n"

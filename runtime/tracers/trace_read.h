@@ -130,6 +130,8 @@ enum usft_print_flags {
 };
 int usft_print_text(FILE *out, struct usft_trace *t, unsigned int flags);
 int usft_print_json(FILE *out, struct usft_trace *t, unsigned int flags);
+/* a session's profile by total time, heaviest first (the printers' order) */
+void usft_prof_sort(struct usft_rsession *s);
 /* kernel trace_print_graph_duration(): "1234.567 us " padded */
 void usft_format_duration(char *buf, size_t len, uint64_t ns);
 

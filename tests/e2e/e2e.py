@@ -223,8 +223,17 @@ def case_profile_nest():
             "tail_callee": 1}
     check(hits == want, "profile hits %s, want %s" % (hits, want))
     doc = json.loads(report("json"))
-    prof = {p["function"]: p["hits"] for p in doc["usftProfile"]}
+    # a "profile" track of slices (Perfetto), one per function, heaviest first
+    slices = [ev for ev in doc["traceEvents"] if ev["ph"] == "X" and ev["cat"] == "profile"]
+    prof = {ev["name"]: ev["args"]["hits"] for ev in slices}
     check(prof == want, "json profile %s" % prof)
+    durs = [float(ev["dur"]) for ev in slices]
+    check(durs == sorted(durs, reverse=True), "profile slices not heaviest first: %s" % durs)
+    check(all(float(slices[i]["ts"]) + durs[i] == float(slices[i + 1]["ts"]) or
+              abs(float(slices[i]["ts"]) + durs[i] - float(slices[i + 1]["ts"])) < 0.002
+              for i in range(len(slices) - 1)), "profile slices overlap")
+    check(any(ev["ph"] == "M" and ev["args"]["name"] == "profile" for ev in doc["traceEvents"]),
+          "no profile track name")
 
 
 def case_threads():
