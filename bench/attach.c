@@ -177,10 +177,12 @@ int main(int argc, char **argv)
 		}
 		qsort(s, rounds, sizeof(double), cmpd);
 		qsort(p, rounds, sizeof(double), cmpd);
-		printf("section=attach case=single_ops_%d ms=%.3f grace_periods=%lu syncs=%lu updates=%lu\n",
-		       n, s[rounds / 2], ds.nr_grace_periods, ds.nr_syncs, ds.nr_updates);
-		printf("section=attach case=per_tramp_ops_%d ms=%.3f grace_periods=%lu syncs=%lu updates=%lu\n",
-		       n, p[rounds / 2], dp.nr_grace_periods, dp.nr_syncs, dp.nr_updates);
+		printf("section=attach case=single_ops_%d ms=%.3f grace_periods=%lu syncs=%lu updates=%lu "
+		       "ms_min=%.3f ms_max=%.3f\n", n, s[rounds / 2], ds.nr_grace_periods, ds.nr_syncs,
+		       ds.nr_updates, s[0], s[rounds - 1]);
+		printf("section=attach case=per_tramp_ops_%d ms=%.3f grace_periods=%lu syncs=%lu updates=%lu "
+		       "ms_min=%.3f ms_max=%.3f\n", n, p[rounds / 2], dp.nr_grace_periods, dp.nr_syncs,
+		       dp.nr_updates, p[0], p[rounds - 1]);
 		printf("ratio per_tramp_ops_%d/single_ops_%d=%.2f\n", n, n,
 		       s[rounds / 2] > 0 ? p[rounds / 2] / s[rounds / 2] : 0.0);
 	}

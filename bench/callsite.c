@@ -141,10 +141,12 @@ int main(int argc, char **argv)
 		}
 		qsort(ls, rounds, sizeof(double), cmpd);
 		qsort(cs, rounds, sizeof(double), cmpd);
-		printf("section=callsite case=list_unrelated_%d ns_per_call=%.2f register_ms=%.3f\n",
-		       counts[k], ls[rounds / 2], lreg);
+		printf("section=callsite case=list_unrelated_%d ns_per_call=%.2f register_ms=%.3f "
+		       "ns_per_call_min=%.2f ns_per_call_max=%.2f\n", counts[k], ls[rounds / 2], lreg,
+		       ls[0], ls[rounds - 1]);
 		printf("section=callsite case=callsite_unrelated_%d ns_per_call=%.2f register_ms=%.3f "
-		       "array_bytes=%lu\n", counts[k], cs[rounds / 2], creg, bytes);
+		       "array_bytes=%lu ns_per_call_min=%.2f ns_per_call_max=%.2f\n", counts[k],
+		       cs[rounds / 2], creg, bytes, cs[0], cs[rounds - 1]);
 		if (counts[k] == 0) {
 			l0 = ls[rounds / 2];
 			c0 = cs[rounds / 2];

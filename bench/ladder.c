@@ -300,10 +300,12 @@ int main(int argc, char **argv)
 	double far = median(cases[4].samples, rounds) - base;
 
 	for (i = 0; i < nc; i++) {
-		double m = median(cases[i].samples, rounds);
+		double m = median(cases[i].samples, rounds), lo, hi;
 
-		printf("section=ladder case=%s ns_per_call=%.2f added_ns=%.2f x_untraced=%.2f\n",
-		       cases[i].name, m, m - base, m / base);
+		bench_minmax(cases[i].samples, rounds, &lo, &hi);
+		printf("section=ladder case=%s ns_per_call=%.2f added_ns=%.2f x_untraced=%.2f "
+		       "ns_per_call_min=%.2f ns_per_call_max=%.2f\n",
+		       cases[i].name, m, m - base, m / base, lo, hi);
 	}
 	{
 		double l1 = median(cases[5].samples, rounds), l16 = median(cases[8].samples, rounds);

@@ -95,3 +95,14 @@ notrace double bench_time_calls(long (*fn)(long), long n, long *acc)
 	qsort(t, k, sizeof(*t), cmp_double);
 	return t[k / 2];
 }
+
+notrace void bench_minmax(const double *v, int n, double *min, double *max)
+{
+	*min = *max = n > 0 ? v[0] : 0;
+	for (int i = 1; i < n; i++) {
+		if (v[i] < *min)
+			*min = v[i];
+		if (v[i] > *max)
+			*max = v[i];
+	}
+}

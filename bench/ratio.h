@@ -5,6 +5,9 @@
 
 #include <stdio.h>
 
+/* the smallest and largest of @n (1-64) samples: every figure's spread in the plots */
+void bench_minmax(const double *v, int n, double *min, double *max);
+
 /* half the inter-quartile spread of @n (1-64) samples, in their unit */
 double bench_spread(const double *v, int n);
 

@@ -239,8 +239,9 @@ int main(int argc, char **argv)
 	for (int i = 0; i < nc; i++) {
 		qsort(cases[i].mps, rounds, sizeof(double), cmpd);
 		med[i] = cases[i].mps[rounds / 2];
-		printf("section=trigger case=%s mcalls_per_s=%.2f ns_per_call=%.2f\n", cases[i].name,
-		       med[i], 1e3 / med[i]);
+		printf("section=trigger case=%s mcalls_per_s=%.2f ns_per_call=%.2f "
+		       "mcalls_per_s_min=%.2f mcalls_per_s_max=%.2f\n", cases[i].name,
+		       med[i], 1e3 / med[i], cases[i].mps[0], cases[i].mps[rounds - 1]);
 	}
 	printf("ratio fexit_jmp/fexit_call=%.2f fmodret_jmp/fmodret_call=%.2f\n", rt[0], rt[1]);
 	printf("ratio fentry_cost/direct_cost=%.2f (ns per call, fentry_call over direct)\n",
@@ -248,8 +249,9 @@ int main(int argc, char **argv)
 	for (int i = 0; i < nc; i++) {
 		qsort(cases[i].acc, rounds, sizeof(double), cmpd);
 		med[i] = cases[i].acc[rounds / 2];
-		printf("section=trigger_acc case=%s mcalls_per_s=%.2f ns_per_call=%.2f\n",
-		       cases[i].name, med[i], 1e3 / med[i]);
+		printf("section=trigger_acc case=%s mcalls_per_s=%.2f ns_per_call=%.2f "
+		       "mcalls_per_s_min=%.2f mcalls_per_s_max=%.2f\n", cases[i].name, med[i],
+		       1e3 / med[i], cases[i].acc[0], cases[i].acc[rounds - 1]);
 	}
 	printf("ratio_acc fexit_jmp/fexit_call=%.2f fmodret_jmp/fmodret_call=%.2f "
 	       "fentry_cost/direct_cost=%.2f\n", ra[0], ra[1], ra[2]);

@@ -3,8 +3,8 @@
 # `make bench [QUICK=1]`: every benchmark in one go, each comparison
 # interleaved inside its program (A B A B ..., medians), progress on
 # stderr, results in bench-results/: results.csv (section,case,metric,value),
-# results.md (one table per section with ratios to its baseline) and SVG
-# plots when gnuplot is installed.
+# results.md (one table per section with ratios to its baseline) and a PNG
+# per benchmark when gnuplot is installed (scripts/bench-plots.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -122,7 +122,9 @@ for ((r = 0; r < PEER_ROUNDS; r++)); do
 	log "peers round $((r + 1))/$PEER_ROUNDS"
 done
 for c in "${cases[@]}"; do
-	m=$(echo ${samples[$c]:-} | tr ' ' '\n' | sort -g | awk '{a[NR]=$1} END {if (NR) print a[int((NR+1)/2)]}')
+	# median, and the smallest and largest round for the plot's error bars
+	m=$(echo ${samples[$c]:-} | tr ' ' '\n' | sort -g |
+		awk '{a[NR]=$1} END {if (NR) print a[int((NR+1)/2)], "ns_per_call_min=" a[1], "ns_per_call_max=" a[NR]}')
 	[ -n "$m" ] && echo "section=peers case=$c ns_per_call=$m" | tee -a "$RAW" | to_csv
 done
 
@@ -160,28 +162,6 @@ done
 	grep '^ratio' "$RAW" | sed 's/^/- /'
 } > "$OUT/results.md"
 
-# ---- plots ----------------------------------------------------------------
-if command -v gnuplot >/dev/null; then
-	awk -F, '$1=="callsite" && $3=="ns_per_call" { split($2, a, "_"); n = a[length(a)]; m = a[1]; print m, n, $4 }' "$CSV" > "$OUT/callsite.dat"
-	grep '^list ' "$OUT/callsite.dat" > "$OUT/callsite_list.dat" || true
-	grep '^callsite ' "$OUT/callsite.dat" > "$OUT/callsite_cs.dat" || true
-	awk -F, '$1=="trigger" && $3=="mcalls_per_s" { print $2, $4 }' "$CSV" > "$OUT/trigger.dat"
-	awk -F, '$1=="attach" && $3=="ms" { split($2, a, "_"); n = a[length(a)]; m = ($2 ~ /^single/) ? "single" : "per_tramp"; print m, n, $4 }' "$CSV" > "$OUT/attach.dat"
-	grep '^single ' "$OUT/attach.dat" > "$OUT/attach_single.dat" || true
-	grep '^per_tramp ' "$OUT/attach.dat" > "$OUT/attach_per.dat" || true
-	gnuplot <<GP || log "gnuplot failed; tables only"
-set terminal svg size 800,480
-set output "$OUT/callsite.svg"
-set title "cost per call vs unrelated ops"; set xlabel "unrelated ops"; set ylabel "ns per call"
-plot "$OUT/callsite_list.dat" using 2:3 with linespoints title "list walk (kernel)", "$OUT/callsite_cs.dat" using 2:3 with linespoints title "per-callsite ops"
-set output "$OUT/trigger.svg"
-set title "trigger: million calls per second"; set style data histograms; set style fill solid; set ylabel "M calls/s"; set xtics rotate by -30
-plot "$OUT/trigger.dat" using 2:xtic(1) notitle
-set output "$OUT/attach.svg"
-set title "attach + detach time vs functions"; set style data linespoints; set logscale xy; set xlabel "functions"; set ylabel "ms"; set xtics norotate
-plot "$OUT/attach_single.dat" using 2:3 title "single shared ops", "$OUT/attach_per.dat" using 2:3 title "one ops per function"
-GP
-else
-	log "gnuplot not installed: tables only (make deps, or apt-get install gnuplot-nox, for the SVG plots)"
-fi
+# ---- plots: one PNG per benchmark (scripts/bench-plots.sh) ---------------
+"$ROOT/scripts/bench-plots.sh" "$OUT"
 log "wrote $CSV, $OUT/results.md"

@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# scripts/bench-plots.sh OUT: one PNG per benchmark of `make bench` from
+# OUT/results.csv (scripts/bench.sh writes it; gnuplot-nox draws, `make deps`
+# installs it).  Every figure shows each case's median with the smallest
+# and largest of its rounds as an error bar, names its machine and build,
+# and uses a log scale where a baseline would dwarf the differences that
+# matter; labels are printed as written (no "_" subscripts).
+#   ladder.png       seed 000: ns per call of each dispatch case (log)
+#   trigger.png      seed 002: million calls per second, result dropped (log)
+#   trigger_acc.png  the same with the results summed (log)
+#   attach.png       seed 001: attach + detach ms vs functions (log-log)
+#   callsite.png     ns per call vs unrelated ops, list walk vs per-callsite
+#   peers.png        ns per call of the same workload under each tool (log)
+set -euo pipefail
+OUT=${1:?usage: bench-plots.sh OUT}
+CSV=$OUT/results.csv
+log() { echo "bench: $*" >&2; }
+if ! command -v gnuplot >/dev/null; then
+	log "gnuplot not installed: tables only (make deps, or apt-get install gnuplot-nox, for the plots)"
+	exit 0
+fi
+[ -s "$CSV" ] || { log "no $CSV: nothing to plot"; exit 0; }
+# the machine line of every figure; gnuplot strings are in double quotes
+MACHINE=$(sed -n 's/^# machine: //p' "$OUT/machine.txt" 2>/dev/null | tr -d '"\\')
+BUILD=$(sed -n 's/^# build: //p' "$OUT/machine.txt" 2>/dev/null | tr -d '"\\' | cut -c1-70)
+D=$OUT/plot-data
+mkdir -p "$D"
+
+# section metric -> "index case median min max" rows, in the CSV's order
+bars() {
+	awk -F, -v s="$1" -v m="$2" '
+	$1 == s && $3 == m { if (!($2 in v)) order[++n] = $2; v[$2] = $4 }
+	$1 == s && $3 == m "_min" { lo[$2] = $4 }
+	$1 == s && $3 == m "_max" { hi[$2] = $4 }
+	END { for (i = 1; i <= n; i++) { c = order[i];
+		printf "%d %s %s %s %s\n", i - 1, c, v[c], (c in lo) ? lo[c] : v[c], (c in hi) ? hi[c] : v[c] } }' "$CSV"
+}
+# section metric prefix -> "N median min max" rows of the cases PREFIX<N>
+series() {
+	bars "$1" "$2" | awk -v p="$3" 'index($2, p) == 1 { n = substr($2, length(p) + 1); if (n ~ /^[0-9]+$/) print n, $3, $4, $5 }'
+}
+
+bars ladder ns_per_call > "$D/ladder.dat"
+bars trigger mcalls_per_s > "$D/trigger.dat"
+bars trigger_acc mcalls_per_s > "$D/trigger_acc.dat"
+series attach ms single_ops_ > "$D/attach_single.dat"
+series attach ms per_tramp_ops_ > "$D/attach_per.dat"
+series callsite ns_per_call list_unrelated_ > "$D/callsite_list.dat"
+series callsite ns_per_call callsite_unrelated_ > "$D/callsite_cs.dat"
+bars peers ns_per_call > "$D/peers.dat"
+
+# a bar chart of D/NAME.dat (index case median min max): boxes, min-max bars, values on top
+bar_plot() {	# name, title, ylabel
+	cat <<GP
+set title "$2\n$MACHINE; $BUILD"
+set ylabel "$3"
+set xtics rotate by -35 left
+set logscale y
+set yrange [*:*]
+set offsets 0.5, 0.5, 0, 0
+set boxwidth 0.6
+set style fill solid 0.5 border -1
+set grid ytics mytics
+plot "$D/$1.dat" using 1:3:xtic(2) with boxes lc rgb "#4a7ebb" title "median of the rounds", \\
+     "" using 1:3:4:5 with yerrorbars lc rgb "black" pt 0 title "min .. max of the rounds", \\
+     "" using 1:(\$5):(sprintf("%.4g", \$3)) with labels offset 0,0.7 font ",9" notitle
+GP
+}
+
+{
+	echo 'set terminal pngcairo size 1000,600 font "DejaVu Sans,10" noenhanced'
+	echo 'set encoding utf8'
+	echo 'set key top left'
+	if [ -s "$D/ladder.dat" ]; then
+		echo "set output \"$OUT/ladder.png\""
+		bar_plot ladder "usft-bench-ladder (seed 000): cost per call of each dispatch case, log scale" "ns per call (log)"
+	fi
+	for t in trigger trigger_acc; do
+		[ -s "$D/$t.dat" ] || continue
+		echo "set output \"$OUT/$t.png\""
+		bar_plot "$t" "usft-bench-trigger (seed 002, $t): million calls per second, log scale" "M calls/s (log)"
+	done
+	if [ -s "$D/peers.dat" ]; then
+		echo "set output \"$OUT/peers.png\""
+		bar_plot peers "peers: the same workload under each tool, cost per call, log scale" "ns per call (log)"
+	fi
+	if [ -s "$D/attach_single.dat" ]; then
+		cat <<GP
+set output "$OUT/attach.png"
+unset xtics; set xtics norotate nomirror; set ytics nomirror
+set title "usft-bench-attach (seed 001): attach + detach time vs functions, log-log\n$MACHINE; $BUILD"
+set xlabel "functions (log)"; set ylabel "ms (log)"
+set logscale xy; set offsets 0, 0, 0, 0; set key top left
+plot "$D/attach_single.dat" using 1:2:3:4 with yerrorlines lw 2 title "single shared ops (median, min .. max)", \\
+     "$D/attach_per.dat" using 1:2:3:4 with yerrorlines lw 2 title "one ops per function (median, min .. max)"
+unset logscale; unset xlabel
+GP
+	fi
+	if [ -s "$D/callsite_list.dat" ]; then
+		cat <<GP
+set output "$OUT/callsite.png"
+unset xtics; set xtics norotate nomirror
+set title "usft-bench-callsite: cost per call vs unrelated ops on another function\n$MACHINE; $BUILD"
+set xlabel "unrelated ops"; set ylabel "ns per call"
+unset logscale; set offsets 0, 0, 0, 0; set yrange [0:*]; set key top left
+plot "$D/callsite_list.dat" using 1:2:3:4 with yerrorlines lw 2 title "list walk, the kernel's (median, min .. max)", \\
+     "$D/callsite_cs.dat" using 1:2:3:4 with yerrorlines lw 2 title "per-callsite ops (median, min .. max)"
+GP
+	fi
+} > "$D/plots.gp"
+if gnuplot "$D/plots.gp" 2> "$D/gnuplot.log"; then
+	log "plots: $(cd "$OUT" && ls ./*.png 2>/dev/null | tr '\n' ' ')"
+else
+	log "gnuplot failed (see $D/gnuplot.log); tables only"
+fi
