@@ -552,8 +552,6 @@ int usft_trace_read_fd(int fd, struct usft_trace *t, bool load_events)
 				s->no_slot = n;
 			}
 			s->ended = true;
-			free(s->end_text);
-			s->end_text = dupn(buf, strnlen(buf, h.size));
 			ns = strstr(buf, "salvaged=");
 			if (ns)
 				s->salvaged = strtoull(ns + 9, NULL, 10);
@@ -605,7 +603,6 @@ void usft_trace_free(struct usft_trace *t)
 		free(s->unmatched);
 		free(s->version);
 		free(s->text);
-		free(s->end_text);
 		free(s->exit_status);
 		for (size_t k = 0; k < s->nsyms; k++)
 			free(s->syms[k].name);

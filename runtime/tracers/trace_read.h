@@ -54,7 +54,7 @@ struct usft_rsession {
 	uint64_t no_slot;	/* events dropped for want of a ring (END) */
 	uint64_t salvaged;	/* events usft record recovered from its rings after its death */
 	bool ended;		/* an END chunk was seen */
-	char *text, *end_text;	/* the SESSION and the last END chunk as written (key=value lines) */
+	char *text;		/* the SESSION chunk as written (key=value lines: usft info) */
 	/* how it ended (EXIT): "exited 0", "killed by SIGSEGV (core dumped)"; NULL unknown */
 	char *exit_status;
 	int exit_signal;	/* the signal that killed it, 0 none */

@@ -854,20 +854,15 @@ struct info_sess {
 	size_t threads;
 };
 
-/* how the process ended, from its END chunk: the recorder's exit status when it wrote one */
+/* how the process ended: the recorder's EXIT chunk (the wait status it reaped) */
 static void print_exit(FILE *out, const struct usft_rsession *s)
 {
-	static const char *const keys[] = { "exit_status", "exit", "status", "signal", "exit_code" };
-	char v[256];
-
-	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
-		if (*kv(s->end_text, keys[i], v, sizeof(v))) {
-			fprintf(out, "# exit status      : %s\n", v);
-			return;
-		}
-	fprintf(out, "# exit status      : %s\n", !s->ended ?
-		"unknown: the process did not finish the trace (killed, or a write failed)" :
-		"not in this file (it exited; the file predates exit-status records)");
+	if (s->exit_status)
+		fprintf(out, "# exit status      : %s\n", s->exit_status);
+	else
+		fprintf(out, "# exit status      : %s\n", s->ended ?
+			"not in this file (a process not reaped by usft record, or an older file)" :
+			"unknown: the process did not finish the trace and no exit was recorded");
 }
 
 int usft_print_info(FILE *out, struct usft_trace *t, const char *path)
@@ -947,6 +942,9 @@ int usft_print_info(FILE *out, struct usft_trace *t, const char *path)
 			fprintf(out, "#   %-8d %s\n", s->tasks[k].tid, s->tasks[k].comm);
 		fprintf(out, "# events           : %" PRIu64 "\n", s->events);
 		fprintf(out, "# lost             : %" PRIu64 "\n", s->lost);
+		if (s->salvaged)
+			fprintf(out, "# salvaged         : %" PRIu64 " events recovered by usft record "
+				"from the rings after the process died\n", s->salvaged);
 		if (s->nprof)
 			fprintf(out, "# profiled functions: %zu\n", s->nprof);
 		print_exit(out, s);

@@ -134,6 +134,7 @@ def case_info():
     for k in ("command line", "first event", "last event", "duration", "threads",
               "exit status", "usft version", "clock", "buffer size"):
         check(k in got, "info has no %r line:\n%s" % (k, info))
+    check(got.get("exit status") == "exited 0", "exit status %r" % got.get("exit status"))
     check(out, "empty report")
     rc, _, err = usft("info", "-i", "no-such.dat")
     check(rc == 1 and "No such file" in err, "info on a missing file: %d %s" % (rc, err))
