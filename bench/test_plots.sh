@@ -40,9 +40,17 @@ printf '# machine: x86_64 2 cpus, test\n# build: build (Test)\n' > "$W/machine.t
 		echo "peers,$n,ns_per_call,$v"; echo "peers,$n,ns_per_call_min,$v"; echo "peers,$n,ns_per_call_max,$((v + 1))"
 	done
 } > "$W/results.csv"
+# bench/floor.sh's per-process lines, two processes
+for r in 1 2; do
+	for t in none usft_function uftrace; do
+		for c in untraced:0 floor_event:10 floor_pair:20 traced:$((30 * r)); do
+			echo "run=$r section=floor case=${c%%:*}_1t tool=$t threads=1 ns_per_call=1 added_ns=${c#*:} spread_ns=1"
+		done
+	done
+done > "$W/floor.txt"
 "$ROOT/scripts/bench-plots.sh" "$W"
 fail=0
-for p in ladder trigger trigger_acc attach callsite peers; do
+for p in ladder trigger trigger_acc attach callsite peers floor; do
 	if [ ! -s "$W/$p.png" ] || [ "$(head -c 4 "$W/$p.png" | od -An -c | tr -d ' ')" != "211PNG" ]; then
 		echo "FAIL: no $p.png"; fail=1
 	fi
@@ -55,6 +63,10 @@ grep -q 'enhanced"' "$gp" && { echo "FAIL: an enhanced-text title"; fail=1; }
 # the ladder's data carries the min..max columns
 awk '$2 == "list_16" && $5 > $3 { ok = 1 } END { exit !ok }' "$W/plot-data/ladder.dat" ||
 	{ echo "FAIL: ladder.dat has no spread"; fail=1; }
+# floor: the traced row over the processes (30, 60: median 45), floors beside it, no "none" bar
+grep -q '^0 usft_function_1t 45 30 60 10 20$' "$W/plot-data/floor.dat" &&
+	! grep -q ' none_' "$W/plot-data/floor.dat" ||
+	{ echo "FAIL: floor.dat:"; cat "$W/plot-data/floor.dat"; fail=1; }
 [ ! -s "$W/plot-data/gnuplot.log" ] || { echo "FAIL: gnuplot said:"; cat "$W/plot-data/gnuplot.log"; fail=1; }
 [ $fail = 0 ] && echo "PASS bench plots"
 exit $fail

@@ -12,6 +12,9 @@
 #   attach.png       seed 001: attach + detach ms vs functions (log-log)
 #   callsite.png     ns per call vs unrelated ops, list walk vs per-callsite
 #   peers.png        ns per call of the same workload under each tool (log)
+#   floor.png        the tracers' added ns per call against the floor (the
+#                    cheapest timestamped event and entry/exit pair), 1 and 2
+#                    threads, from OUT/floor.txt (bench/floor.sh) (log)
 set -euo pipefail
 OUT=${1:?usage: bench-plots.sh OUT}
 CSV=$OUT/results.csv
@@ -49,6 +52,32 @@ series attach ms per_tramp_ops_ > "$D/attach_per.dat"
 series callsite ns_per_call list_unrelated_ > "$D/callsite_list.dat"
 series callsite ns_per_call callsite_unrelated_ > "$D/callsite_cs.dat"
 bars peers ns_per_call > "$D/peers.dat"
+# floor.txt: per process "section=floor case=C_Nt tool=T ... added_ns=V":
+# per tool and thread count the traced row's median, min and max over the
+# processes, and the median floor event and floor pair beside it
+if [ -s "$OUT/floor.txt" ]; then
+	awk '
+	function med(s,   n, a, i, j, t) {
+		n = split(s, a, " ");
+		for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
+		lo = a[1]; hi = a[n];
+		return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2;
+	}
+	$2 == "section=floor" {
+		for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
+		c = f["case"]; th = c; sub(/^.*_/, "", th); kind = c; sub(/_[0-9]+t$/, "", kind);
+		key = f["tool"] "_" th;
+		if (f["tool"] == "none" && kind == "traced") next;
+		if (!(key in seen) && kind == "traced") { seen[key] = 1; order[++n] = key }
+		v[key, kind] = v[key, kind] " " f["added_ns"];
+	}
+	END {
+		for (i = 1; i <= n; i++) {
+			k = order[i]; m = med(v[k, "traced"]); l = lo; h = hi;
+			printf "%d %s %s %s %s %s %s\n", i - 1, k, m, l, h, med(v[k, "floor_event"]), med(v[k, "floor_pair"]);
+		}
+	}' "$OUT/floor.txt" > "$D/floor.dat"
+fi
 
 # a bar chart of D/NAME.dat (index case median min max): boxes, min-max bars, values on top
 bar_plot() {	# name, title, ylabel
@@ -84,6 +113,20 @@ GP
 	if [ -s "$D/peers.dat" ]; then
 		echo "set output \"$OUT/peers.png\""
 		bar_plot peers "peers: the same workload under each tool, cost per call, log scale" "ns per call (log)"
+	fi
+	if [ -s "$D/floor.dat" ]; then
+		cat <<GP
+set output "$OUT/floor.png"
+set title "usft-bench-floor: added ns per traced call against the floor of the same process, log scale\n$MACHINE; $BUILD"
+set ylabel "added ns per call (log)"
+set xtics rotate by -35 left
+set logscale y; set yrange [1:*]; set offsets 0.5, 0.5, 0, 0; set boxwidth 0.6
+set style fill solid 0.5 border -1; set grid ytics mytics
+plot "$D/floor.dat" using 1:3:xtic(2) with boxes lc rgb "#4a7ebb" title "traced call (median of the processes)", \\
+     "" using 1:3:4:5 with yerrorbars lc rgb "black" pt 0 title "min .. max of the processes", \\
+     "" using 1:6 with points pt 7 ps 1.5 lc rgb "#d62728" title "floor: one timestamped event", \\
+     "" using 1:7 with points pt 5 ps 1.5 lc rgb "#2ca02c" title "floor: an entry/exit pair"
+GP
 	fi
 	if [ -s "$D/attach_single.dat" ]; then
 		cat <<GP
