@@ -129,6 +129,31 @@ static void publish_direct(struct ftrace_hash *new)
 
 /* ---- per-ops API ---------------------------------------------------- */
 
+/*
+ * A trampoline that was meant to be called but sits at an odd address
+ * (x86-64: an asm() block whose trampolines end in a bare one-byte "ret"
+ * instead of the kernel's two-byte ASM_RET) reads as a jmp request for the
+ * byte before it.  Caught where it can be: an odd @addr that is exactly the
+ * start of a function symbol is not a jmp request (ftrace_jmp_set() of a
+ * trampoline gives its start + 1), so it is refused.  Not under the locks:
+ * the symbol lookup takes the objects lock.
+ */
+static int direct_addr_check(unsigned long addr)
+{
+	unsigned long off = 1;
+	const char *name;
+
+	if (!ftrace_is_jmp(addr))
+		return 0;
+	name = usft_kallsyms_lookup(addr, &off);
+	if (!name || off)
+		return 0;
+	pr_err("direct trampoline %s at odd address %#lx: bit 0 is the jmp bit "
+	       "(ftrace_jmp_set()); align it (.balign 16, or end the trampoline "
+	       "before it with ASM_RET = \"ret; int3\")\n", name, addr);
+	return -EINVAL;
+}
+
 USFT_API int register_ftrace_direct(struct ftrace_ops *ops, unsigned long addr)
 {
 	USFT_API_ENTER(busy);
@@ -142,6 +167,9 @@ USFT_API int register_ftrace_direct(struct ftrace_ops *ops, unsigned long addr)
 	if (!ops || !addr)
 		return usft_err(-EINVAL);
 	err = ftrace_lazy_init();
+	if (err)
+		return usft_err(err);
+	err = direct_addr_check(addr);
 	if (err)
 		return usft_err(err);
 	if (ops->func || ops->trampoline)
@@ -310,6 +338,12 @@ static int modify_direct(struct ftrace_ops *ops, unsigned long addr, bool lock)
 		return err;
 	if (!is_direct_multi(ops) || !(ops->flags & FTRACE_OPS_FL_ENABLED))
 		return -EINVAL;
+	if (lock) {
+		/* from an ops_func (!lock) the caller holds the locks: not checked */
+		err = direct_addr_check(addr);
+		if (err)
+			return err;
+	}
 	if (lock)
 		pthread_mutex_lock(&direct_mutex);
 	pthread_mutex_lock(&ftrace_lock);

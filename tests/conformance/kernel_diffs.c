@@ -293,6 +293,41 @@ Test(kept, direct_zero_target_is_einval)
 	cr_assert_not(b.flags & FTRACE_OPS_FL_ENABLED);
 }
 
+/*
+ * kd_odd_tramp: a function symbol at an odd address, as the second of two
+ * trampolines in one asm() block whose first ends in a one-byte ret (one
+ * filler byte here, on either arch; it is never executed).
+ */
+__asm__(".pushsection .text, \"ax\"\n"
+	".p2align 4\n"
+	".globl kd_even_tramp\n.type kd_even_tramp, STT_FUNC\n"
+	"kd_even_tramp: .byte 0\n"
+	".size kd_even_tramp, . - kd_even_tramp\n"
+	".globl kd_odd_tramp\n.type kd_odd_tramp, STT_FUNC\n"
+	"kd_odd_tramp: .byte 0, 0, 0, 0\n"
+	".size kd_odd_tramp, . - kd_odd_tramp\n"
+	".popsection\n");
+extern const char kd_odd_tramp[];
+
+/* kept: an odd direct address that starts a function symbol is refused (the
+ * kernel takes every odd address as a jmp request: ftrace_jmp_set()) */
+Test(kept, direct_odd_symbol_start_is_einval)
+{
+	static struct ftrace_ops d;
+	unsigned long odd = (unsigned long)kd_odd_tramp;
+
+	__asm__("" : "+r"(odd));	/* the compiler takes symbols to be even */
+	cr_assert(odd & 1, "kd_odd_tramp is at %#lx", odd);
+	cr_assert_eq(ftrace_set_filter_ip(&d, (unsigned long)cf_kd_direct2, 0, 0), 0);
+	cr_assert_eq(register_ftrace_direct(&d, odd), -EINVAL);
+	cr_assert_not(d.flags & FTRACE_OPS_FL_ENABLED);
+	cr_assert_eq(ftrace_find_rec_direct(tc_site(cf_kd_direct2)), 0);
+	/* a jmp request (start + 1 of a trampoline) is still taken */
+	cr_assert_eq(register_ftrace_direct(&d, ftrace_jmp_set((unsigned long)tramp_jmp)), 0);
+	cr_assert_eq(modify_ftrace_direct(&d, odd), -EINVAL);
+	cr_assert_eq(unregister_ftrace_direct(&d, ftrace_jmp_set((unsigned long)tramp_jmp), true), 0);
+}
+
 /* kept: a non-site ip in update_ftrace_direct_add() is refused (the kernel
  * keeps it in the filter and direct_functions, where it matches nothing) */
 Test(kept, direct_add_non_site_ip_is_einval)

@@ -231,8 +231,9 @@ USFT_API int usft_get_ftrace_enabled(void);
  *       registered; its flags become FTRACE_OPS_FL_DIRECT|SAVE_REGS
  * A site shared with other ops, or out of branch range, reaches @addr
  * through ftrace_regs_caller.  One direct trampoline per function.
- * Return: 0; -EINVAL bad ops / empty filter; -EBUSY a function already has
- * a direct trampoline; -ENOMEM; -ENODEV.
+ * Return: 0; -EINVAL bad ops / empty filter / an odd @addr that is a
+ * function symbol's start (see ftrace_is_jmp() below); -EBUSY a function
+ * already has a direct trampoline; -ENOMEM; -ENODEV.
  */
 USFT_API int register_ftrace_direct(struct ftrace_ops *ops, unsigned long addr);
 
@@ -316,9 +317,11 @@ USFT_API int update_ftrace_direct_mod(struct ftrace_ops *ops, struct ftrace_hash
  * trampolines that end in ASM_RET: with SLS mitigation the kernel's ASM_RET
  * is "ret; int3" (2 bytes), which keeps the next trampoline even; a bare
  * "ret" makes it odd, and its address then reads as "jump to the byte
- * before".  usft cannot tell that from a real jmp request (an odd address
- * is what ftrace_jmp_set() makes), so it is not caught: align every
- * trampoline.
+ * before".  usft/module.h's ASM_RET is the 2-byte one.  An odd address that
+ * is exactly the start of a function symbol is refused (-EINVAL, with a
+ * message) by register_ftrace_direct() and modify_ftrace_direct():
+ * ftrace_jmp_set() of a trampoline gives its start + 1, never a symbol's
+ * start.  An odd trampoline without a symbol of its own is not caught.
  */
 static inline __attribute__((__always_inline__)) bool ftrace_is_jmp(unsigned long addr)
 {
