@@ -15,7 +15,7 @@
 # Exit 0 pass, 1 fail, 77 skip.
 set -euo pipefail
 
-step=${1:?usage: run-install-test.sh install|cmake|pkgconfig|headers|abi|all}
+step=${1:?usage: run-install-test.sh install|cmake|pkgconfig|kernel|headers|abi|all}
 
 : "${USFT_SOURCE_DIR:?}" "${USFT_BUILD_DIR:?}" "${USFT_WORK_DIR:?}" "${USFT_PREFIX:?}"
 : "${USFT_LIBDIR:=lib}" "${USFT_INCLUDEDIR:=include}"
@@ -133,15 +133,20 @@ step_cmake() {
 	echo "PASS: find_package(usft) consumer"
 }
 
+# pc_consumer_dir DIR: an empty DIR, and pkg-config looking in the prefix
+pc_consumer_dir() {
+	need_installed
+	need pkg-config "$USFT_CC"
+	rm -rf "$1"
+	mkdir -p "$1"
+	export PKG_CONFIG_PATH="$USFT_PREFIX/$USFT_PKGCONFIGDIR${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
+}
+
 step_pkgconfig() {
 	local bdir=$USFT_WORK_DIR/consumer-pkgconfig v cflags patch libs libdir
 	local -a san=()
 
-	need_installed
-	need pkg-config "$USFT_CC"
-	rm -rf "$bdir"
-	mkdir -p "$bdir"
-	export PKG_CONFIG_PATH="$USFT_PREFIX/$USFT_PKGCONFIGDIR${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
+	pc_consumer_dir "$bdir"
 
 	run pkg-config --exists --print-errors usft
 	v=$(pkg-config --variable=prefix usft)
@@ -166,6 +171,32 @@ step_pkgconfig() {
 	LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" run "$bdir/app" ||
 		die "pkg-config consumer app failed"
 	echo "PASS: pkg-config consumer"
+}
+
+# A module in the kernel's samples/ftrace style, built the way the
+# docs/kernel-samples.md page says: cc $(pkg-config --cflags --libs usft-kernel)
+step_kernel() {
+	local bdir=$USFT_WORK_DIR/consumer-kernel cflags libs libdir out
+	local -a san=()
+
+	pc_consumer_dir "$bdir"
+	run pkg-config --exists --print-errors usft-kernel
+	cflags=$(pkg-config --cflags usft-kernel)
+	libs=$(pkg-config --libs usft-kernel)
+	libdir=$(pkg-config --variable=libdir usft)
+	case " $cflags " in
+	*" $USFT_PATCH_CFLAGS "*) ;;
+	*) fail "pkg-config --cflags usft-kernel has no patch flags ($USFT_PATCH_CFLAGS): '$cflags'" ;;
+	esac
+	[ -z "$USFT_SANITIZE_FLAGS" ] || san=("$USFT_SANITIZE_FLAGS")
+	# shellcheck disable=SC2086 # pkg-config output is a word list
+	run "$USFT_CC" -O2 -g "${san[@]}" $cflags "$USFT_SOURCE_DIR/samples/module/wakeup-direct.c" \
+		-o "$bdir/wakeup-direct" $libs "-Wl,-rpath,$libdir"
+	has_pfe "$bdir/wakeup-direct" || die "the toy kernel's functions have no patchable sites"
+	out=$(run "$bdir/wakeup-direct" usft_kernel.run_ms=50 2>&1) || die "wakeup-direct failed: $out"
+	echo "$out" | grep -q 'wakeups seen' || die "wakeup-direct did not report its wakeups: $out"
+	[ "$failures" -eq 0 ] || exit 1
+	echo "PASS: a kernel-style module built with pkg-config usft-kernel"
 }
 
 step_headers() {
@@ -244,17 +275,19 @@ case $step in
 install)	step_install ;;
 cmake)		step_cmake ;;
 pkgconfig)	step_pkgconfig ;;
+kernel)		step_kernel ;;
 headers)	step_headers ;;
 abi)		step_abi ;;
 all)
 	step_install
 	step_cmake
 	step_pkgconfig
+	step_kernel
 	step_headers
 	step_abi
 	;;
 *)
-	echo "usage: $0 install|cmake|pkgconfig|headers|abi|all" >&2
+	echo "usage: $0 install|cmake|pkgconfig|kernel|headers|abi|all" >&2
 	exit 2
 	;;
 esac
