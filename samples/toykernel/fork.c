@@ -55,8 +55,12 @@ __toy static struct task_struct *copy_process(const char *comm)
 	p->pid = alloc_pid();
 	strncpy(p->comm, comm, sizeof(p->comm) - 1);
 	p->comm[sizeof(p->comm) - 1] = '\0';
-	/* a child lives for 20 to 59 system calls: the population turns over */
-	p->exit_at = 20 + (unsigned long)p->pid * 37 % 40;
+	/*
+	 * a child lives for 4 to 11 system calls: the population turns over
+	 * fast, so that kernel_clone() and do_execve() run hundreds of times a
+	 * second and a trace window of a few milliseconds sees some
+	 */
+	p->exit_at = 4 + (unsigned long)p->pid * 37 % 8;
 	p->step = 0;
 	sched_fork(p);
 	atomic_fetch_add(&nr_threads, 1);

@@ -253,10 +253,10 @@ __toy void run_task(struct task_struct *p)
 		do_syscall_64(p, NR_execve);	/* a new child execs first */
 		return;
 	}
-	/* init keeps the population up; the others fork now and then */
-	if ((p->pid == 1 && step % 4 == 0) || step % 64 == 63) {
+	/* every task forks once, as its second call; init keeps forking */
+	if ((p->pid == 1 && step % 4 == 0) || step == 1) {
 		if (atomic_load(&nr_threads) < MAX_TASKS) {
-			do_syscall_64(p, step % 128 == 127 ? NR_vfork : NR_clone);
+			do_syscall_64(p, p->pid % 16 == 0 ? NR_vfork : NR_clone);
 			return;
 		}
 		if (p->pid == 1 && step % 1024 == 0)

@@ -18,7 +18,9 @@
  *       raw_spin_unlock()
  *
  * The tick, scheduler_tick() (sched_tick() since Linux 6.10), charges the
- * running task and asks for a reschedule when its slice is over.
+ * running task and asks for a reschedule when its slice is over.  Between
+ * two ticks the current task makes a few system calls (run_task()), and
+ * the CPU idles until the next tick in arch_cpu_idle().
  */
 #include <stdio.h>
 #include <string.h>
@@ -26,9 +28,10 @@
 #include "toykernel.h"
 
 #define SCHED_SLICE_TICKS 3
+#define TASK_CALLS_PER_TICK 4
 
 int nr_cpu_ids;
-int toy_hz = 250;
+int toy_hz = 1000;
 atomic_bool toy_stopping;
 _Thread_local struct rq *this_rq;
 _Thread_local struct task_struct *current;
@@ -274,7 +277,8 @@ __toy void cpu_startup_entry(int cpu)
 	this_rq = rq;
 	current = rq->curr;
 	while (!atomic_load(&toy_stopping)) {
-		if (rq->curr != rq->idle)
+		/* a tick's worth of work: a few system calls of whichever task is current */
+		for (int i = 0; i < TASK_CALLS_PER_TICK && rq->curr != rq->idle; i++)
 			run_task(rq->curr);
 		arch_cpu_idle(&deadline);
 		timer_interrupt();

@@ -2,7 +2,7 @@
 /*
  * time.c - the periodic tick and the clocks (kernel/time/tick-sched.c,
  * timekeeping.c, timer.c, kernel/sched/clock.c).  Each CPU thread takes
- * toy_hz ticks a second (default 250, the kernel's CONFIG_HZ_250):
+ * toy_hz ticks a second (default 1000, the kernel's CONFIG_HZ_1000):
  *
  *   timer_interrupt()
  *     irq_enter()
