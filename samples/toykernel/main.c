@@ -4,7 +4,10 @@
  * one thread per CPU (named cpuN, pinned to CPU N when it may run there)
  * and wait for SIGINT/SIGTERM or --seconds.
  *
- *   toykernel [--cpus N] [--hz HZ] [--seconds S] [--console]
+ *   toykernel [--cpus N] [--hz HZ] [--seconds S] [--ticks T] [--console]
+ *
+ * --ticks T stops once every CPU has taken T ticks (however long that takes
+ * on a loaded machine); --seconds S after S seconds.
  *
  * Run it under usft and mount its tracefs:
  *
@@ -55,7 +58,7 @@ __toy static void start_kernel(int ncpus)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: toykernel [--cpus N] [--hz HZ] [--seconds S] [--console]\n"
+	fprintf(f, "usage: toykernel [--cpus N] [--hz HZ] [--seconds S] [--ticks T] [--console]\n"
 		   "  a toy kernel to trace: CPU threads run a scheduler, system calls,\n"
 		   "  a slab allocator, softirqs and RCU under kernel function names\n");
 }
@@ -64,6 +67,7 @@ int main(int argc, char **argv)
 {
 	long ncpus = sysconf(_SC_NPROCESSORS_ONLN);
 	double seconds = 0;
+	unsigned long ticks = 0;
 	pthread_t th[TOY_MAX_CPUS];
 	struct sigaction sa = { .sa_handler = on_signal };
 
@@ -74,6 +78,8 @@ int main(int argc, char **argv)
 			toy_hz = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--seconds") && i + 1 < argc)
 			seconds = atof(argv[++i]);
+		else if (!strcmp(argv[i], "--ticks") && i + 1 < argc)
+			ticks = strtoul(argv[++i], NULL, 10);
 		else if (!strcmp(argv[i], "--console"))
 			toy_console = true;
 		else {
@@ -100,6 +106,16 @@ int main(int argc, char **argv)
 		while (nanosleep(&ts, &ts) && !atomic_load(&toy_stopping))
 			;
 		atomic_store(&toy_stopping, true);
+	}
+	while (ticks && !atomic_load(&toy_stopping)) {
+		struct timespec ts = { 0, 10000000 };
+		long cpu = 0;
+
+		while (cpu < ncpus && cpu_rq((int)cpu)->ticks >= ticks)
+			cpu++;
+		if (cpu == ncpus)
+			atomic_store(&toy_stopping, true);
+		nanosleep(&ts, NULL);
 	}
 	while (!atomic_load(&toy_stopping))
 		pause();
