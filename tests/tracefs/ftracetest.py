@@ -110,6 +110,21 @@ def hide_other_tracefs():
         subprocess.run(["umount", "-l", path.replace("\\040", " ")], check=True)
 
 
+def guard_kernel_tracefs(tracing):
+    """The kernel's tracefs is global (not per namespace): ftracetest must never
+    reach it.  It mounts /sys/kernel/tracing (or debugfs) itself when it finds
+    no tracefs line, so in this namespace /sys/kernel becomes an empty
+    read-only tmpfs, and the first tracefs line must be ours."""
+    if os.path.isdir("/sys/kernel"):
+        subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=4k", "usft-none", "/sys/kernel"],
+                       check=True)
+    with open("/proc/self/mounts") as f:
+        first = next((line.split()[1] for line in f if "tracefs" in line), None)
+    if first != tracing:
+        raise RuntimeError("the first tracefs line of /proc/mounts is %r, not %r: not running "
+                           "ftracetest" % (first, tracing))
+
+
 def shield_host(work, tracing):
     """What ftracetest writes to the host kernel goes to scratch files.
 
@@ -170,6 +185,7 @@ def run_inner(a):
         if not mounted(tracing):
             raise RuntimeError("usft mount %s %s failed: %s" % (pid, tracing, mnt.stdout.read()))
         shims = shield_host(work, tracing)
+        guard_kernel_tracefs(tracing)
         logdir = os.path.join(work, "logs")
         shutil.rmtree(logdir, ignore_errors=True)
         cmd = ["sh", os.path.join(a.selftests, "ftracetest"), "-k", "-l", logdir]
