@@ -196,6 +196,10 @@ def case_cxxnames():
     record([tracee("cxxnames")], extra=("-l", "geo::Shape::scale(int)"), out="l2.dat")
     sel = summary_rows(rep("-s", "func", inp="l2.dat"))
     check(sel == [(1, "geo::Shape::scale")], "-l 'geo::Shape::scale(int)': %s" % sel)
+    record([tracee("cxxnames")], "function", extra=("-n", "geo::*"), out="n.dat")
+    sel = sorted(set(n for _, n in summary_rows(rep("-s", "func", inp="n.dat"))))
+    check(sel == ["(anonymous namespace)::hidden", "main", "main::{lambda(int)#1}::operator()"],
+          "-n 'geo::*': %s" % sel)
     record([tracee("cxxnames")], extra=("-g", "*hidden"), out="g.dat")
     sel = [n for _, n in summary_rows(rep("-s", "func", inp="g.dat"))]
     check(sel == ["(anonymous namespace)::hidden", "geo::twice<int>"], "-g '*hidden': %s" % sel)
