@@ -408,6 +408,9 @@ enum step { TRACER_ON, DIRECT_ON, TRACER_OFF, DIRECT_OFF };
 static struct tc_counter tracer;
 static struct ftrace_ops dops;
 static unsigned long tracer_only_target;
+/* kprobe-direct.tc's second pass: another direct ops live on dt_f5 (TB) */
+static struct ftrace_ops dops2;
+static bool second_direct;
 
 static void check_state(const char *when, bool t_on, bool d_on, long *k)
 {
@@ -446,19 +449,35 @@ static void check_state(const char *when, bool t_on, bool d_on, long *k)
 	cr_assert_eq(tracer.bad_regs_ip, 0);
 	cr_assert_eq(atomic_load(&misaligned), 0, "%s: trampoline entered with a "
 		     "misaligned stack", when);
+	if (second_direct) {
+		long b0 = nhits(&hit_b);
+
+		/* the other function's direct call is untouched by every step */
+		expect_direct(dt_f5, TB);
+		for (int i = 0; i < 3; i++, (*k)++)
+			cr_assert_eq(dt_f5(V(*k, 0), V(*k, 1), V(*k, 2), V(*k, 3), V(*k, 4)),
+				     E5(V(*k, 0), V(*k, 1), V(*k, 2), V(*k, 3), V(*k, 4)));
+		cr_assert_eq(nhits(&hit_b) - b0, 3, "%s: the second direct ops hit %ld of 3",
+			     when, nhits(&hit_b) - b0);
+	}
 }
 
-static void run_order(const enum step order[4], unsigned long tracer_flags)
+static void run_order2(const enum step order[4], unsigned long tracer_flags, bool second)
 {
 	static const char *const names[] = { "tracer on", "direct on", "tracer off",
 					      "direct off" };
 	bool t_on = false, d_on = false;
-	long k = 0;
+	long k = 0, b0;
 
 	cr_assert_eq(usft_init(), 0);
 	tc_counter_init(&tracer, tracer_flags);
 	filter(&tracer.ops, "dt_f6");
 	filter_ip(&dops, dt_f6);
+	if (second) {
+		filter_ip(&dops2, dt_f5);
+		cr_assert_eq(register_ftrace_direct(&dops2, TB), 0);
+		second_direct = true;
+	}
 	check_state("start", false, false, &k);
 	for (int i = 0; i < 4; i++) {
 		switch (order[i]) {
@@ -481,20 +500,30 @@ static void run_order(const enum step order[4], unsigned long tracer_flags)
 		}
 		check_state(names[order[i]], t_on, d_on, &k);
 	}
+	if (second) {
+		second_direct = false;
+		cr_assert_eq(unregister_ftrace_direct(&dops2, TB, true), 0);
+	}
 	cr_assert_eq(tc_stat().nr_enabled, 0);
 	cr_assert_eq(tc_stat().nr_ops, 0);
 	call_all(100);
 	expect_all_nop5();
 
 	/* unregistered with free_filters=false: the filter is still there */
+	b0 = nhits(&hit_b);
 	cr_assert_eq(register_ftrace_direct(&dops, TB), 0);
 	expect_direct(dt_f6, TB);
 	CALL6(k++);
-	cr_assert_eq(nhits(&hit_b), 1);
+	cr_assert_eq(nhits(&hit_b) - b0, 1);
 	cr_assert_eq(unregister_ftrace_direct(&dops, TB, true), 0);
 	expect_all_nop5();
 	/* ... and now it is gone */
 	expect_err(register_ftrace_direct(&dops, TB), -EINVAL);
+}
+
+static void run_order(const enum step order[4], unsigned long tracer_flags)
+{
+	run_order2(order, tracer_flags, false);
 }
 
 static const enum step order1[] = { TRACER_ON, DIRECT_ON, DIRECT_OFF, TRACER_OFF };
@@ -523,6 +552,31 @@ Test(ftrace_direct_tc, regs_direct_tracer_untracer_undirect)
 Test(ftrace_direct_tc, regs_direct_tracer_undirect_untracer)
 {
 	run_order(order4, FTRACE_OPS_FL_SAVE_REGS);
+}
+
+/*
+ * kprobe-direct.tc: a kprobe on a function's ftrace site is an ops with
+ * SAVE_REGS (the kernel's kprobe_ftrace_ops), so its first pass is the
+ * regs_* orders above; its second pass runs them again "with a second
+ * registered direct function" (the kernel loads ftrace-direct-too: here a
+ * direct ops on dt_f5), whose calls must reach their own trampoline at
+ * every step.
+ */
+Test(kprobe_direct_tc, second_direct_probe_direct_undirect_unprobe)
+{
+	run_order2(order1, FTRACE_OPS_FL_SAVE_REGS, true);
+}
+Test(kprobe_direct_tc, second_direct_probe_direct_unprobe_undirect)
+{
+	run_order2(order2, FTRACE_OPS_FL_SAVE_REGS, true);
+}
+Test(kprobe_direct_tc, second_direct_direct_probe_unprobe_undirect)
+{
+	run_order2(order3, FTRACE_OPS_FL_SAVE_REGS, true);
+}
+Test(kprobe_direct_tc, second_direct_direct_probe_undirect_unprobe)
+{
+	run_order2(order4, FTRACE_OPS_FL_SAVE_REGS, true);
 }
 
 /*
