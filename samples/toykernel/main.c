@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
  * main.c - boot: set up the caches, the run queues and init, then start
- * one thread per CPU (named cpuN, pinned to CPU N when it may run there)
- * and wait for SIGINT/SIGTERM or --seconds.
+ * one thread per CPU (named cpuN; with --pin, bound to CPU N as the
+ * kernel's per-CPU threads are) and wait for SIGINT/SIGTERM or --seconds.
  *
- *   toykernel [--cpus N] [--hz HZ] [--seconds S] [--ticks T] [--console]
+ *   toykernel [--cpus N] [--hz HZ] [--seconds S] [--ticks T] [--pin] [--console]
  *
  * --ticks T stops once every CPU has taken T ticks (however long that takes
  * on a loaded machine); --seconds S after S seconds.
@@ -31,6 +31,8 @@ static void on_signal(int sig)
 	atomic_store(&toy_stopping, true);
 }
 
+static bool pin;
+
 static void *cpu_thread(void *arg)
 {
 	int cpu = (int)(long)arg;
@@ -39,9 +41,16 @@ static void *cpu_thread(void *arg)
 
 	snprintf(name, sizeof(name), "cpu%d", cpu);
 	pthread_setname_np(pthread_self(), name);
-	CPU_ZERO(&set);
-	CPU_SET(cpu, &set);
-	pthread_setaffinity_np(pthread_self(), sizeof(set), &set);	/* best effort */
+	/*
+	 * Not by default: on a machine shared with other work, a thread bound
+	 * to a busy CPU can wait for tens of milliseconds, and a trace window
+	 * would miss that toy CPU entirely.
+	 */
+	if (pin) {
+		CPU_ZERO(&set);
+		CPU_SET(cpu, &set);
+		pthread_setaffinity_np(pthread_self(), sizeof(set), &set);	/* best effort */
+	}
 	cpu_startup_entry(cpu);
 	return NULL;
 }
@@ -58,7 +67,7 @@ __toy static void start_kernel(int ncpus)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: toykernel [--cpus N] [--hz HZ] [--seconds S] [--ticks T] [--console]\n"
+	fprintf(f, "usage: toykernel [--cpus N] [--hz HZ] [--seconds S] [--ticks T] [--pin] [--console]\n"
 		   "  a toy kernel to trace: CPU threads run a scheduler, system calls,\n"
 		   "  a slab allocator, softirqs and RCU under kernel function names\n");
 }
@@ -80,6 +89,8 @@ int main(int argc, char **argv)
 			seconds = atof(argv[++i]);
 		else if (!strcmp(argv[i], "--ticks") && i + 1 < argc)
 			ticks = strtoul(argv[++i], NULL, 10);
+		else if (!strcmp(argv[i], "--pin"))
+			pin = true;
 		else if (!strcmp(argv[i], "--console"))
 			toy_console = true;
 		else {
