@@ -165,6 +165,21 @@ void x86_poke_init(void)
 	install_trap_handler();
 }
 
+/*
+ * A batch is over and no handler reads the vector (poke_active is clear and
+ * poke_refs was seen zero, or the batch never set it): a big one goes back,
+ * 24 bytes a site the records would otherwise keep after start-up.
+ */
+static void poke_trim(void)
+{
+	poke_nr = 0;
+	if (poke_cap > 256) {
+		free(poke_vec);
+		poke_vec = NULL;
+		poke_cap = 0;
+	}
+}
+
 int x86_poke_queue(unsigned long addr, const unsigned char *newb, int len, bool relocate)
 {
 	struct poke_entry *e;
@@ -349,7 +364,7 @@ __no_tsan int x86_poke_flush(void)
 		qsort(poke_vec, poke_nr, sizeof(*poke_vec), entry_cmp);
 	ret = poke_flush_without_traps();
 	if (ret <= 0) {
-		poke_nr = 0;
+		poke_trim();
 		return ret;
 	}
 	ret = 0;
@@ -390,7 +405,7 @@ __no_tsan int x86_poke_flush(void)
 	while (__atomic_load_n(&poke_refs, __ATOMIC_SEQ_CST))
 		;
 	usft_counters.nr_sites_written += poke_nr;
-	poke_nr = 0;
+	poke_trim();
 	return usft_text_close_all();
 }
 
