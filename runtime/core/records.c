@@ -450,7 +450,11 @@ static int ftrace_process_locs(struct usft_object *obj)
 	}
 	if (!nr)
 		return 0;
-	qsort(ips, nr, sizeof(*ips), rec_cmp);
+	/* the linker writes the table in address order: sort only when not */
+	for (i = 1; i < nr && ips[i - 1] <= ips[i]; i++)
+		;
+	if (i < nr)
+		qsort(ips, nr, sizeof(*ips), rec_cmp);
 	/* drop duplicates and overlapping entries */
 	{
 		unsigned long w = 0;

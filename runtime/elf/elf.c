@@ -295,6 +295,60 @@ static int elf_sym_cmp(const void *a, const void *b)
 }
 
 /*
+ * @syms in elf_sym_cmp() order.  Symbol tables are long (10^5 functions)
+ * and not in address order (locals first): an LSD radix sort by address
+ * (a byte per pass, passes whose byte all entries share skipped), then each
+ * run of one address (aliases, a few) by name and size.  qsort() was most
+ * of the runtime's start-up.  Without memory for the second buffer, or for
+ * a long run of one address (a hostile file), qsort().
+ */
+static void elf_sort_syms(struct usft_elf_sym *syms, size_t nr)
+{
+	struct usft_elf_sym *tmp, *src = syms, *dst, *t;
+	size_t i, j, k;
+
+	if (nr < 64 || !(tmp = malloc(nr * sizeof(*tmp)))) {
+		qsort(syms, nr, sizeof(*syms), elf_sym_cmp);
+		return;
+	}
+	dst = tmp;
+	for (unsigned int shift = 0; shift < 64; shift += 8) {
+		size_t count[257] = { 0 };
+
+		for (i = 0; i < nr; i++)
+			count[((src[i].addr >> shift) & 0xff) + 1]++;
+		if (count[((src[0].addr >> shift) & 0xff) + 1] == nr)
+			continue;
+		for (k = 0; k < 256; k++)
+			count[k + 1] += count[k];
+		for (i = 0; i < nr; i++)
+			dst[count[(src[i].addr >> shift) & 0xff]++] = src[i];
+		t = src;
+		src = dst;
+		dst = t;
+	}
+	if (src != syms)
+		memcpy(syms, src, nr * sizeof(*syms));
+	free(tmp);
+	for (i = 0; i < nr; i = j) {
+		for (j = i + 1; j < nr && syms[j].addr == syms[i].addr; j++)
+			;
+		if (j - i > 16) {
+			qsort(syms + i, j - i, sizeof(*syms), elf_sym_cmp);
+			continue;
+		}
+		for (k = i + 1; k < j; k++) {
+			struct usft_elf_sym v = syms[k];
+			size_t m = k;
+
+			for (; m > i && elf_sym_cmp(&syms[m - 1], &v) > 0; m--)
+				syms[m] = syms[m - 1];
+			syms[m] = v;
+		}
+	}
+}
+
+/*
  * Sort and deduplicate @syms (names still in libelf's data), then move every
  * surviving name into one owned block.
  */
@@ -305,8 +359,11 @@ static int elf_finish_syms(struct usft_elf_info *info,
 	size_t i, n, bytes = 0, len;
 	char *strings, *p;
 
-	if (nr > 1)
-		qsort(syms, nr, sizeof(*syms), elf_sym_cmp);
+	/* a compiler writes a file's functions in address order: often sorted */
+	for (i = 1; i < nr && elf_sym_cmp(&syms[i - 1], &syms[i]) <= 0; i++)
+		;
+	if (i < nr)
+		elf_sort_syms(syms, nr);
 	for (i = 0, n = 0; i < nr; i++) {
 		if (n && syms[n - 1].addr == syms[i].addr &&
 		    !strcmp(syms[n - 1].name, syms[i].name))
