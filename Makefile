@@ -200,9 +200,12 @@ check-long: build
 # Benchmarks: every table of docs/benchmarks.md, results in bench-results/.
 # QUICK=1 for a run under two minutes.  Never part of `make test` (only the
 # 1% smoke runs are, as ctest -L bench-smoke).
+# PROGRAMS=1 adds the real-programs set (bench/programs.sh: apt-get source,
+# builds, about 20 minutes).
 QUICK ?= 0
+PROGRAMS ?= 0
 bench: build
-	QUICK=$(QUICK) BUILD=$(BUILD_DIR) ./scripts/bench.sh
+	QUICK=$(QUICK) PROGRAMS=$(PROGRAMS) BUILD=$(BUILD_DIR) ./scripts/bench.sh
 
 install: build
 	$(CMAKE) --install $(BUILD_DIR) --prefix $(PREFIX)

@@ -66,6 +66,22 @@ sed -n 's/^summary //p' "$OUT/floor-summary.txt" | awk '{
 	for (i = 3; i <= NF; i++) if (v[k[i]] != "-") print "floor," v["tool"] "_" v["threads"] "t," k[i] "," v[k[i]]
 }' >> "$CSV"
 
+# ---- scale in sites: start-up, memory per site, enable/disable all ----------
+log "scale ..."
+if [ "$QUICK" = 1 ]; then
+	SIZES="1000 10000" PROCS=1 ROUNDS=3 bench/scale.sh "$BUILD" "$OUT" > "$OUT/scale.md"
+else
+	SIZES="1000 3000 10000 30000 100000" PROCS=3 ROUNDS=5 bench/scale.sh "$BUILD" "$OUT" > "$OUT/scale.md"
+fi
+grep '^section=scale' "$OUT/scale/scale.txt" | tee -a "$RAW" | to_csv
+
+# ---- real programs (PROGRAMS=1: fetches and builds sources) -----------------
+if [ "${PROGRAMS:-0}" = 1 ]; then
+	log "programs ..."
+	bench/programs.sh "$BUILD" "$OUT" > "$OUT/programs.md"
+	grep '^section=programs' "$OUT/programs.txt" | tee -a "$RAW" | to_csv
+fi
+
 # ---- peers: the same workload under each tool ---------------------------
 PD=$OUT/peers
 mkdir -p "$PD"
@@ -157,6 +173,16 @@ done
 	echo
 	grep -v '^summary' "$OUT/floor.md"
 	echo
+	echo "## scale"
+	echo
+	cat "$OUT/scale.md"
+	echo
+	if [ -s "$OUT/programs.md" ] && [ "${PROGRAMS:-0}" = 1 ]; then
+		echo "## programs"
+		echo
+		cat "$OUT/programs.md"
+		echo
+	fi
 	echo "## ratios"
 	echo
 	grep '^ratio' "$RAW" | sed 's/^/- /'
