@@ -91,6 +91,30 @@ void usft_tramp_atfork_init(void)
 /* kernel: the static direct_ops of the single-ops series */
 static struct ftrace_ops tramp_direct_ops;
 
+USFT_API int usft_func_arg_types(unsigned long func, struct usft_arg_type *args, int max,
+				 struct usft_arg_type *ret, bool *variadic)
+{
+	struct usft_object *obj;
+	unsigned long start, off = 0;
+	int r;
+
+	if (max < 0 || (max && !args))
+		return usft_err(-EINVAL);
+	r = ftrace_lazy_init();
+	if (r)
+		return usft_err(r);
+	/* a site inside the function (after endbr64, arm64's pre-NOPs): its start */
+	if (!usft_kallsyms_lookup(func, &off))
+		return usft_err(-EINVAL);
+	start = func - off;
+	pthread_mutex_lock(&ftrace_lock);
+	obj = usft_object_of(start);
+	r = obj ? usft_dwarf_arg_types(obj->path, start - obj->bias, args, max, ret, variadic) :
+		  -EINVAL;
+	pthread_mutex_unlock(&ftrace_lock);
+	return r < 0 ? usft_err(r) : r;
+}
+
 static int func_model(unsigned long func, int nr_args, struct usft_func_model *m)
 {
 	struct usft_object *obj;

@@ -70,5 +70,8 @@ bool arch_bpf_tramp_has_jmp(void);
 
 /* runtime/elf/dwarf.c: the function model of @addr (link-time) in @path */
 int usft_dwarf_func_model(const char *path, unsigned long addr, struct usft_func_model *m);
+/* runtime/elf/dwarf.c: usft_func_arg_types() for @addr (link-time) in @path */
+int usft_dwarf_arg_types(const char *path, unsigned long addr, struct usft_arg_type *args, int max,
+			 struct usft_arg_type *ret, bool *variadic);
 
 #endif

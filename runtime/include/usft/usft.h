@@ -7,6 +7,7 @@
 #define USFT_USFT_H
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <usft/common.h>
@@ -100,6 +101,37 @@ USFT_API usft_print_fn_t usft_set_print(usft_print_fn_t fn);
  * NULL removes it.  The preload shim's tracers use it.
  */
 USFT_API void usft_set_notrace_hook(void (*hook)(int begin));
+
+/* usft_func_arg_types(): what a parameter or return value is, for display */
+enum usft_arg_kind {
+	USFT_ARG_NONE = 0,	/* void (a return value only) */
+	USFT_ARG_SINT,		/* signed integer or enum of @size bytes */
+	USFT_ARG_UINT,
+	USFT_ARG_PTR,
+	USFT_ARG_STR,		/* char * (signed, unsigned, cv-qualified) */
+	USFT_ARG_FLOAT,
+	USFT_ARG_DOUBLE,
+	USFT_ARG_CHAR,
+	USFT_ARG_BOOL,
+	USFT_ARG_UNSUPP,	/* passed in memory: struct or union by value, long double */
+};
+
+struct usft_arg_type {
+	unsigned char kind;	/* enum usft_arg_kind */
+	unsigned char size;	/* bytes */
+};
+
+/**
+ * usft_func_arg_types() - the parameter and return types of the function
+ * at @func (its address or its site) from its object's DWARF (libdw).
+ * @args: the first @max parameters' types; @ret: the return type (may be
+ * NULL); @variadic: set when it takes "..." (may be NULL).
+ * Return: the number of declared parameters (may exceed @max); -ENOENT no
+ * DWARF for it (no -g, stripped, separate debug file); -EINVAL @func is in
+ * no loaded object.
+ */
+USFT_API int usft_func_arg_types(unsigned long func, struct usft_arg_type *args, int max,
+				 struct usft_arg_type *ret, bool *variadic);
 
 /**
  * usft_site_bytes() - copy the current bytes of the site at @ip (a site or a
