@@ -44,7 +44,7 @@ static int find_libusft(const char *preload, char *out, size_t len)
 	return -1;
 }
 
-static void append(char **list, const char *item)
+static void append_sep(char **list, const char *item, char sep)
 {
 	size_t a = *list ? strlen(*list) : 0, b = strlen(item);
 	char *p = realloc(*list, a + b + 2);
@@ -52,9 +52,14 @@ static void append(char **list, const char *item)
 	if (!p)
 		return;
 	if (a)
-		p[a++] = ' ';
+		p[a++] = sep;
 	memcpy(p + a, item, b + 1);
 	*list = p;
+}
+
+static void append(char **list, const char *item)
+{
+	append_sep(list, item, ' ');
 }
 
 /* an ELF program without PT_INTERP, or the one a libtool wrapper runs */
@@ -127,15 +132,20 @@ int usft_cmd_record(int argc, char **argv)
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "prefault", no_argument, NULL, 'F' },
 		{ "lossless", no_argument, NULL, 'L' },
-		{ "rings", required_argument, NULL, 'R' },
+		{ "rings", required_argument, NULL, 'W' },	/* long only: -R is --retval */
 		{ "follow-symlink", no_argument, NULL, 'S' },
 		{ "pid", required_argument, NULL, 'P' },
 		{ "duration", required_argument, NULL, 'T' },
+		{ "argument", required_argument, NULL, 'A' },
+		{ "retval", required_argument, NULL, 'R' },
+		{ "funcgraph-retval", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	const char *tracer = "function", *output = "usft.dat", *clk = NULL;
 	char *filter = NULL, *notrace_list = NULL, *graph = NULL, *options = NULL;
+	char *args_spec = NULL, *retval_spec = NULL;
+	bool all_retval = false;
 	char preload[PATH_MAX], progpath[PATH_MAX], num[32];
 	long long depth = 0, bufkb = 0;
 	bool quiet = false, prefault = false, follow = false, empty, lossless = false;
@@ -150,7 +160,7 @@ int usft_cmd_record(int argc, char **argv)
 
 	optind = 1;
 	opterr = 0;	/* bad_option() says it, with the fix */
-	while ((c = getopt_long(argc, argv, "+:p:l:n:g:o:b:C:O:P:qh", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+:p:l:n:g:o:b:C:O:P:A:R:qh", lo, NULL)) != -1) {
 		switch (c) {
 		case 'p':
 			tracer = optarg;
@@ -209,6 +219,18 @@ int usft_cmd_record(int argc, char **argv)
 			}
 			break;
 		}
+		case 'A':
+		case 'R':
+			/* uftrace's FUNC@VAL[,VAL]: checked against the functions in PROG */
+			if (!strchr(optarg, '@') || strchr(optarg, ';'))
+				return usft_usage_error("record", "%s '%s': want FUNC@VAL[,VAL]... "
+							"(e.g. 'main@arg1,arg2', 'main@retval')",
+							c == 'A' ? "-A" : "-R", optarg);
+			append_sep(c == 'A' ? &args_spec : &retval_spec, optarg, ';');
+			break;
+		case 'V':
+			all_retval = true;
+			break;
 		case 'q':
 			quiet = true;
 			break;
@@ -218,7 +240,7 @@ int usft_cmd_record(int argc, char **argv)
 		case 'L':
 			lossless = true;
 			break;
-		case 'R':
+		case 'W':
 			if (strcmp(optarg, "shared") && strcmp(optarg, "private"))
 				return usft_usage_error("record", "--rings %s: shared or private", optarg);
 			shared_rings = !strcmp(optarg, "shared");
@@ -249,6 +271,12 @@ int usft_cmd_record(int argc, char **argv)
 	    strcmp(tracer, "profile") && strcmp(tracer, "nop"))
 		return usft_usage_error("record", "unknown tracer '%s' (function, function_graph, "
 					"profile, nop)", tracer);
+	if ((args_spec || retval_spec || all_retval) && strcmp(tracer, "function_graph"))
+		return usft_usage_error("record", "-A, -R and --funcgraph-retval show values in the "
+					"call tree: add -p function_graph");
+	if (pid_arg && (args_spec || retval_spec || all_retval))
+		return usft_usage_error("record", "-A, -R and --funcgraph-retval apply to a program "
+					"usft runs, not to -P (yet)");
 	if (pid_arg && optind < argc)
 		return usft_usage_error("record", "-P PID or a program to run, not both");
 	if (!pid_arg && duration > 0)
@@ -335,6 +363,12 @@ int usft_cmd_record(int argc, char **argv)
 			setenv("USFT_NOTRACE", notrace_list, 1);
 		if (graph)
 			setenv("USFT_GRAPH_FUNCS", graph, 1);
+		if (args_spec)
+			setenv("USFT_ARGS", args_spec, 1);
+		if (retval_spec)
+			setenv("USFT_RETVAL", retval_spec, 1);
+		if (all_retval)
+			setenv("USFT_FUNCGRAPH_RETVAL", "1", 1);
 		if (depth) {
 			snprintf(num, sizeof(num), "%lld", depth);
 			setenv("USFT_MAX_DEPTH", num, 1);
@@ -408,6 +442,8 @@ int usft_cmd_record(int argc, char **argv)
 	free(filter);
 	free(notrace_list);
 	free(graph);
+	free(args_spec);
+	free(retval_spec);
 	free(options);
 	return rc;
 }

@@ -218,11 +218,13 @@ static uint64_t count_events(const uint64_t *w, size_t n, size_t *used)
 
 	while (i + 2 <= n) {
 		unsigned int type = (unsigned int)(w[i + 1] >> EV_TYPE_SHIFT);
-		unsigned int k = usft_ev_words(type);
+		unsigned int k = usft_ev_len(w[i], w[i + 1]);
 
 		if (!k || i + k > n)
 			break;
-		ev += type == EV_GRAPH_LEAF || type == EV_GRAPH_LEAF_GONE ? 2 : 1;
+		/* EV_DATA: the values of the event before, not one of its own */
+		if (type != EV_DATA)
+			ev += type == EV_GRAPH_LEAF || type == EV_GRAPH_LEAF_GONE ? 2 : 1;
 		i += k;
 	}
 	*used = i;

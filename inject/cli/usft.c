@@ -4,6 +4,7 @@
  *
  *   usft record [-p TRACER] [-l GLOB]... [-n GLOB]... [-g FUNC]... [-o FILE]
  *               [-b KB] [-C CLOCK] [-O NAME=VALUE]... [--max-graph-depth N]
+ *               [-A FUNC@ARGS]... [-R FUNC@retval]... [--funcgraph-retval]
  *               [-q] [--] PROG [ARGS]
  *   usft report [-i FILE] [--format text|json|folded|trace-cmd] [--summary]
  *               [-s KEYS] [-g FUNC] [--tid T] [--pid P] [-t TIME] [-D N] [-o OUT]

@@ -13,6 +13,9 @@
  *   USFT_FILTER       globs to trace (-l), USFT_NOTRACE globs not to (-n)
  *   USFT_GRAPH_FUNCS  function_graph below these functions only (-g)
  *   USFT_MAX_DEPTH    function_graph depth limit (--max-graph-depth), 0..1024
+ *   USFT_ARGS         function_graph argument specs (-A), ';' between them;
+ *                     USFT_RETVAL return-value specs (-R);
+ *                     USFT_FUNCGRAPH_RETVAL=1 every return value
  *   USFT_OUTPUT       trace file (default usft.dat), USFT_APPEND=1 keeps it
  *   USFT_BUFFER_SIZE  ring bytes per thread (K/M/G suffixes), 4K..16G;
  *                     USFT_MAX_THREADS ring slots, 4..65536 (a number out of
@@ -103,6 +106,9 @@ __attribute__((constructor)) static void usft_preload_init(void)
 	o.filter = getenv("USFT_FILTER");
 	o.notrace_list = getenv("USFT_NOTRACE");
 	o.graph_funcs = getenv("USFT_GRAPH_FUNCS");
+	o.args_spec = getenv("USFT_ARGS");
+	o.retval_spec = getenv("USFT_RETVAL");
+	o.funcgraph_retval = (v = getenv("USFT_FUNCGRAPH_RETVAL")) && !strcmp(v, "1");
 	o.clock = getenv("USFT_CLOCK");
 	o.output = getenv("USFT_OUTPUT");
 	/* a number out of range is never clamped into one the user did not ask for */

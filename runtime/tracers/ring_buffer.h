@@ -192,17 +192,25 @@ static inline __attribute__((always_inline)) void usft_tbuf_begin(struct usft_tb
 }
 
 /*
- * usft_tbuf_reserve() - one event of @n (2 to 4) words, inside a
- * begin/end section.  Return: false when it was dropped (counted in lost):
- * ring full, an interrupted reservation below, or nested deeper than four
- * levels (which doubles as recursion protection).
+ * usft_tbuf_room() - room for @n words of an event whose second word is
+ * @w1, inside a begin/end section.
+ * Return: false when the event is dropped (counted in lost): ring full, an
+ * interrupted reservation below, or nested deeper than four levels (which
+ * doubles as recursion protection); else *@at is its first word's index
+ * (to be masked with wmask).  Every reservation goes through here.
  */
-static inline __attribute__((always_inline)) bool
-usft_tbuf_reserve(struct usft_tbuf *b, uint64_t w0, uint64_t w1, uint64_t w2, uint64_t w3,
-		  unsigned int n)
+/* what a dropped event whose second word is @w1 counts in lost: a leaf record is a call's entry and return */
+static inline __attribute__((always_inline)) unsigned int usft_ev_lost_count(uint64_t w1)
 {
-	unsigned long head, i, m;
-	uint64_t *d;
+	unsigned int type = (unsigned int)(w1 >> EV_TYPE_SHIFT);
+
+	return type == EV_GRAPH_LEAF || type == EV_GRAPH_LEAF_GONE ? 2 : 1;
+}
+
+static inline __attribute__((always_inline)) bool
+usft_tbuf_room(struct usft_tbuf *b, unsigned int n, uint64_t w1, unsigned long *at)
+{
+	unsigned long head;
 
 	if (unlikely(b->reserving || b->nest > 4))
 		goto lost;
@@ -217,9 +225,29 @@ usft_tbuf_reserve(struct usft_tbuf *b, uint64_t w0, uint64_t w1, uint64_t w2, ui
 	rb_barrier();
 	b->reserving = 0;
 	rb_barrier();
+	*at = head >> 3;
+	return true;
+lost:
+	/* counted in events */
+	b->lost += usft_ev_lost_count(w1);
+	return false;
+}
+
+/*
+ * usft_tbuf_reserve() - one event of @n (2 to 4) words, inside a
+ * begin/end section.  Return: false when it was dropped (usft_tbuf_room()).
+ */
+static inline __attribute__((always_inline)) bool
+usft_tbuf_reserve(struct usft_tbuf *b, uint64_t w0, uint64_t w1, uint64_t w2, uint64_t w3,
+		  unsigned int n)
+{
+	unsigned long i, m;
+	uint64_t *d;
+
+	if (unlikely(!usft_tbuf_room(b, n, w1, &i)))
+		return false;
 	d = b->data;
 	m = b->wmask;
-	i = head >> 3;
 	/*
 	 * No software prefetch: the writes stream, the hardware prefetcher
 	 * follows them, and an explicit one 512 bytes ahead cost function_graph
@@ -232,10 +260,22 @@ usft_tbuf_reserve(struct usft_tbuf *b, uint64_t w0, uint64_t w1, uint64_t w2, ui
 	if (n > 3)
 		d[(i + 3) & m] = w3;
 	return true;
-lost:
-	/* counted in events: a leaf record holds a call's entry and return */
-	b->lost += (unsigned int)(w1 >> EV_TYPE_SHIFT) >= EV_GRAPH_LEAF ? 2 : 1;
-	return false;
+}
+
+/*
+ * usft_tbuf_reserve_n() - @n words at once (an event and the EV_DATA after
+ * it, so nothing a signal handler writes comes between them), inside a
+ * begin/end section.  Return: false when dropped (usft_tbuf_room()).
+ */
+static inline bool usft_tbuf_reserve_n(struct usft_tbuf *b, const uint64_t *w, unsigned int n)
+{
+	unsigned long i;
+
+	if (unlikely(!usft_tbuf_room(b, n, w[1], &i)))
+		return false;
+	for (unsigned int k = 0; k < n; k++)
+		b->data[(i + k) & b->wmask] = w[k];
+	return true;
 }
 
 /* usft_tbuf_write() - begin, one event, end */

@@ -113,6 +113,13 @@ enum usft_ev_type {
 	EV_GRAPH_GONE = 4,	/* a frame left without returning (longjmp...): 2 words */
 	EV_GRAPH_LEAF = 5,	/* entry and return of a leaf: 3 words, w2 = return time */
 	EV_GRAPH_LEAF_GONE = 6,	/* the same, left without returning */
+	/*
+	 * Values of the event just before it in the same ring (trace_args.h):
+	 * w0 = payload words [15:0] | enum usft_data_kind [23:16]; w1 = ip,
+	 * depth and type as the event it belongs to; then the payload.  Not an
+	 * event of its own: neither counted nor lost on its own.
+	 */
+	EV_DATA = 7,
 };
 
 static inline unsigned int usft_ev_words(unsigned int type)
@@ -129,6 +136,19 @@ static inline unsigned int usft_ev_words(unsigned int type)
 	default:
 		return 0;
 	}
+}
+
+#define EV_DATA_WORDS_MASK	0xffffULL
+#define EV_DATA_KIND_SHIFT	16
+
+/* the words of the event whose first two words are @w0, @w1 (0: not an event) */
+static inline unsigned int usft_ev_len(uint64_t w0, uint64_t w1)
+{
+	unsigned int type = (unsigned int)(w1 >> EV_TYPE_SHIFT);
+
+	if (type == EV_DATA)
+		return 2 + (unsigned int)(w0 & EV_DATA_WORDS_MASK);
+	return usft_ev_words(type);
 }
 
 static inline uint64_t usft_ev_w0(uint64_t ts_rel, unsigned int cpu)

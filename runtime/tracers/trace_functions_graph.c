@@ -14,11 +14,13 @@
  * and its return shows without a duration.
  */
 #include <errno.h>
+#include "trace_args.h"
 #include "tracer.h"
 
 static int graph_max_depth;
 static bool graph_filter_on;
-static bool graph_plain = true;		/* neither -g nor -D: the callbacks' fast path */
+static bool graph_args_on;		/* -A, -R or --funcgraph-retval */
+static bool graph_plain = true;		/* none of -g, -D, -A, -R: the callbacks' fast path */
 /* depth + 1 of the -g function frame this thread is inside, 0: outside */
 static __thread int graph_start __attribute__((tls_model("initial-exec")));
 
@@ -29,6 +31,63 @@ static __thread int graph_start __attribute__((tls_model("initial-exec")));
  * of call.  A handler that interrupts these callbacks on the same thread
  * (nest > 1) writes its events at once; the report orders by time.
  */
+/* the EV_DATA header words for @n payload words of @kind about @ip at @depth */
+static inline void data_hdr(uint64_t *w, unsigned int n, unsigned int kind, unsigned long ip,
+			    int depth)
+{
+	w[0] = n | ((uint64_t)kind << EV_DATA_KIND_SHIFT);
+	w[1] = usft_ev_w1(ip, (unsigned int)depth, EV_DATA);
+}
+
+/*
+ * An entry with -A values: written at once with its EV_DATA (not kept
+ * back: a leaf of it is an entry and a return), its pending parent first.
+ */
+static __attribute__((noinline)) bool graph_entry_args(struct usft_tbuf *b, const struct args_ent *e,
+			     struct ftrace_regs *fregs, uint64_t w0, uint64_t w1, int depth)
+{
+	uint64_t w[4 + USFT_ARGS_MAX_WORDS];
+	unsigned int n = usft_args_encode(e, fregs, false, &w[4]);
+	bool ok;
+
+	w[0] = w0;
+	w[1] = w1;
+	data_hdr(&w[2], n, USFT_DATA_ARGS, w1 & EV_IP_MASK, depth);
+	usft_tbuf_begin(b);
+	if (likely(b->nest == 1) && b->pend_w1) {
+		usft_tbuf_reserve(b, b->pend_w0, b->pend_w1, 0, 0, 2);
+		b->pend_w1 = 0;
+	}
+	ok = usft_tbuf_reserve_n(b, w, 4 + n);
+	usft_tbuf_end(b);
+	return ok;
+}
+
+/*
+ * A return with a value (-R, --funcgraph-retval): @ev holds the event
+ * (@nev words: a LEAF or a RET), the EV_DATA goes right after it.
+ */
+static __attribute__((noinline)) void
+graph_return_value(struct usft_tbuf *b, const struct args_ent *e, struct ftrace_regs *fregs,
+		   const uint64_t *ev, unsigned int nev, unsigned long ip, int depth)
+{
+	uint64_t w[3 + 2 + USFT_ARGS_MAX_WORDS];
+	unsigned int n;
+	unsigned int kind = USFT_DATA_RETVAL;
+
+	for (unsigned int i = 0; i < nev; i++)
+		w[i] = ev[i];
+
+	if (usft_args_ent_has_ret(e)) {
+		n = usft_args_encode(e, fregs, true, &w[nev + 2]);
+	} else {
+		n = usft_args_encode_raw_ret(fregs, &w[nev + 2]);
+		kind = USFT_DATA_RETVAL_RAW;
+	}
+	data_hdr(&w[nev], n, kind, ip, depth);
+	usft_tbuf_reserve_n(b, w, nev + 2 + n);
+}
+
 static int graph_entry(struct ftrace_graph_ent *trace, struct fgraph_ops *gops,
 		       struct ftrace_regs *fregs)
 {
@@ -57,6 +116,14 @@ static int graph_entry(struct ftrace_graph_ent *trace, struct fgraph_ops *gops,
 		goto refuse;
 	w0 = usft_ev_w0(trace->calltime - usft_trace_base, usft_tbuf_cpu(b));
 	w1 = usft_ev_w1(trace->func, (unsigned int)depth, EV_GRAPH_ENT);
+	if (unlikely(!graph_plain) && graph_args_on) {
+		const struct args_ent *e = usft_args_find(trace->func);
+
+		if (usft_args_ent_has_args(e)) {
+			ok = graph_entry_args(b, e, fregs, w0, w1, depth);
+			goto done;
+		}
+	}
 	usft_tbuf_begin(b);
 	if (likely(b->nest == 1)) {
 		if (b->pend_w1)	/* the pending one is our parent */
@@ -67,6 +134,7 @@ static int graph_entry(struct ftrace_graph_ent *trace, struct fgraph_ops *gops,
 		ok = usft_tbuf_reserve(b, w0, w1, 0, 0, 2);
 	}
 	usft_tbuf_end(b);
+done:
 	if (likely(ok))
 		return 1;
 	/* not hooked: its return is lost too (lost counts events) */
@@ -89,6 +157,9 @@ static void graph_return(struct ftrace_graph_ret *trace, struct fgraph_ops *gops
 	int depth = trace->depth;
 	bool gone = trace->flags & FGRAPH_RET_UNWOUND;
 	uint64_t rel = trace->rettime - usft_trace_base;
+	const struct args_ent *e = NULL;
+	bool value = false;
+	uint64_t w[3];
 
 	if (unlikely(!graph_plain)) {
 		if (graph_filter_on) {
@@ -104,6 +175,11 @@ static void graph_return(struct ftrace_graph_ret *trace, struct fgraph_ops *gops
 	b = usft_tbuf_get();
 	if (unlikely(!b))
 		return;
+	/* an unwound frame returned nothing */
+	if (unlikely(!graph_plain) && graph_args_on && !gone && fregs) {
+		e = usft_args_find(trace->func);
+		value = usft_args_ent_has_ret(e) || usft_args_all_retval;
+	}
 	usft_tbuf_begin(b);
 	if (likely(b->nest == 1) && b->pend_w1) {
 		uint64_t w1 = usft_ev_w1(trace->func, (unsigned int)depth, EV_GRAPH_ENT);
@@ -112,18 +188,25 @@ static void graph_return(struct ftrace_graph_ret *trace, struct fgraph_ops *gops
 		    (b->pend_w0 & EV_TS_MASK) == ((trace->calltime - usft_trace_base) & EV_TS_MASK)) {
 			/* our own entry: a leaf */
 			b->pend_w1 = 0;
-			usft_tbuf_reserve(b, b->pend_w0,
-					  usft_ev_w1(trace->func, (unsigned int)depth,
-						     gone ? EV_GRAPH_LEAF_GONE : EV_GRAPH_LEAF),
-					  rel & EV_TS_MASK, 0, 3);
+			w[0] = b->pend_w0;
+			w[1] = usft_ev_w1(trace->func, (unsigned int)depth,
+					  gone ? EV_GRAPH_LEAF_GONE : EV_GRAPH_LEAF);
+			w[2] = rel & EV_TS_MASK;
+			if (unlikely(value))
+				graph_return_value(b, e, fregs, w, 3, trace->func, depth);
+			else
+				usft_tbuf_reserve(b, w[0], w[1], w[2], 0, 3);
 			goto out;
 		}
 		usft_tbuf_reserve(b, b->pend_w0, b->pend_w1, 0, 0, 2);
 		b->pend_w1 = 0;
 	}
-	usft_tbuf_reserve(b, usft_ev_w0(rel, usft_tbuf_cpu(b)),
-			  usft_ev_w1(trace->func, (unsigned int)depth,
-				     gone ? EV_GRAPH_GONE : EV_GRAPH_RET), 0, 0, 2);
+	w[0] = usft_ev_w0(rel, usft_tbuf_cpu(b));
+	w[1] = usft_ev_w1(trace->func, (unsigned int)depth, gone ? EV_GRAPH_GONE : EV_GRAPH_RET);
+	if (unlikely(value))
+		graph_return_value(b, e, fregs, w, 2, trace->func, depth);
+	else
+		usft_tbuf_reserve(b, w[0], w[1], 0, 0, 2);
 out:
 	usft_tbuf_end(b);
 }
@@ -143,7 +226,11 @@ static int graph_init(const struct usft_trace_opts *o)
 		graph_filter_on = true;
 		usft_resolve_graph_funcs(o->graph_funcs);
 	}
-	graph_plain = !graph_filter_on && !graph_max_depth;
+	ret = usft_args_init(o);
+	if (ret)
+		return ret;
+	graph_args_on = usft_args_any();
+	graph_plain = !graph_filter_on && !graph_max_depth && !graph_args_on;
 	ret = usft_apply_filters(&graph_ops.ops, o);
 	if (ret)
 		return ret;
@@ -160,6 +247,8 @@ static void graph_reset(void)
 	usft_free_graph_funcs();
 	ftrace_free_filter(&graph_ops.ops);
 	graph_filter_on = false;
+	graph_args_on = false;
+	usft_args_reset();
 }
 
 static void graph_refilter(void)

@@ -12,6 +12,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include "trace_args.h"
 #include "trace_read.h"
 
 static void json_str(FILE *out, const char *s)
@@ -184,6 +185,20 @@ static void print_profile_track(FILE *out, bool *first, struct usft_rsession *s)
 	}
 }
 
+/* ,"args":{"KEY":"1, 2"} when @e has values of @kind (-A, -R) */
+static bool json_values(FILE *out, const struct usft_trace *t, const struct usft_revent *e,
+			unsigned int kind, const char *key)
+{
+	const char *v = t->nvals ? usft_trace_values(t, e, kind) : NULL;
+
+	if (!v)
+		return false;
+	fprintf(out, ",\"args\":{\"%s\":", key);
+	json_str(out, v);
+	fputc('}', out);
+	return true;
+}
+
 int usft_print_json(FILE *out, struct usft_trace *t, unsigned int flags)
 {
 	const char *tracer = usft_trace_tracer(t);
@@ -243,6 +258,7 @@ int usft_print_json(FILE *out, struct usft_trace *t, unsigned int flags)
 			ev_head(out, &first, "B", t, e->sess, e->tid, e->ts);
 			fputs(",\"cat\":\"function_graph\",\"name\":", out);
 			json_name(out, t, e->sess, e->epoch, ip);
+			json_values(out, t, e, USFT_DATA_ARGS, "args");
 			fputs("}", out);
 			break;
 		case EV_GRAPH_RET:
@@ -256,6 +272,8 @@ int usft_print_json(FILE *out, struct usft_trace *t, unsigned int flags)
 			json_name(out, t, e->sess, e->epoch, ip);
 			if (type == EV_GRAPH_GONE)
 				fputs(",\"args\":{\"unwound\":true}", out);
+			else if (!json_values(out, t, e, USFT_DATA_RETVAL, "retval"))
+				json_values(out, t, e, USFT_DATA_RETVAL_RAW, "retval");
 			fputs("}", out);
 			break;
 		case EV_LOST:

@@ -16,6 +16,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include "trace_args.h"
 #include "trace_read.h"
 
 #define GRAPH_INDENT		2
@@ -281,7 +282,7 @@ static void print_graph(FILE *out, struct usft_trace *t, unsigned int flags)
 	size_t *next = next_same_thread(t);
 	unsigned char *done = calloc(t->nev + 1, 1);
 	int cw = cpu_width(t);
-	bool have_prev = false;
+	bool have_prev = false, vals = t->nvals > 0;
 	uint32_t prev_tid = 0, prev_sess = 0;
 	char nb1[32];
 
@@ -328,11 +329,23 @@ static void print_graph(FILE *out, struct usft_trace *t, unsigned int flags)
 			const struct usft_revent *r = n != SIZE_MAX ? &t->ev[n] : NULL;
 			unsigned int rt = r ? usft_rev_type(r) : 0;
 
+			const char *args = vals ? usft_trace_values(t, e, USFT_DATA_ARGS) : NULL;
+
 			if (r && (rt == EV_GRAPH_RET || rt == EV_GRAPH_GONE) && usft_rev_ip(r) == ip &&
 			    usft_rev_depth(r) == depth) {
+				const char *rv = vals ? usft_trace_values(t, r, USFT_DATA_RETVAL) : NULL;
+				const char *raw = vals ? usft_trace_values(t, r, USFT_DATA_RETVAL_RAW) :
+							 NULL;
+
 				print_dur(out, r->ts - e->ts, true);
-				fprintf(out, "%*s%s();%s\n", depth * GRAPH_INDENT, "", name,
-					rt == EV_GRAPH_GONE ? " /* unwound */" : "");
+				/* uftrace's "f(1) = 2;", the kernel's "f(); /\* = 0x2 *\/" */
+				fprintf(out, "%*s%s(%s)%s%s;%s%s%s", depth * GRAPH_INDENT, "", name,
+					args ? args : "", rv ? " = " : "", rv ? rv : "",
+					rt == EV_GRAPH_GONE ? " /* unwound */" : "",
+					raw ? " /* = " : "", raw ? raw : "");
+				if (raw)
+					fputs(" */", out);
+				fputc('\n', out);
 				done[n] = 1;
 				continue;
 			}
@@ -341,7 +354,7 @@ static void print_graph(FILE *out, struct usft_trace *t, unsigned int flags)
 				g->ts[depth] = e->ts;
 			}
 			print_dur(out, 0, false);
-			fprintf(out, "%*s%s() {\n", depth * GRAPH_INDENT, "", name);
+			fprintf(out, "%*s%s(%s) {\n", depth * GRAPH_INDENT, "", name, args ? args : "");
 			continue;
 		}
 		/* a return: its entry may be gone (lost, or made before a fork) */
@@ -351,8 +364,16 @@ static void print_graph(FILE *out, struct usft_trace *t, unsigned int flags)
 		} else {
 			print_dur(out, 0, false);
 		}
-		fprintf(out, "%*s} /* %s%s */\n", depth * GRAPH_INDENT, "", name,
-			type == EV_GRAPH_GONE ? " (unwound)" : "");
+		{
+			const char *rv = vals ? usft_trace_values(t, e, USFT_DATA_RETVAL) : NULL;
+			const char *raw = vals ? usft_trace_values(t, e, USFT_DATA_RETVAL_RAW) : NULL;
+
+			/* uftrace's "} = 42; /\* f *\/", the kernel's "} /\* f = 0x2a *\/" */
+			fprintf(out, "%*s}%s%s%s /* %s%s%s%s */\n", depth * GRAPH_INDENT, "",
+				rv ? " = " : "", rv ? rv : "", rv ? ";" : "", name,
+				type == EV_GRAPH_GONE ? " (unwound)" : "", raw ? " = " : "",
+				raw ? raw : "");
+		}
 	}
 out:
 	if (tab) {

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "trace_args.h"
 #include "trace_read.h"
 
 static char *dupn(const char *s, size_t n)
@@ -379,9 +380,56 @@ static struct usft_revent *push_event(struct usft_trace *t)
 	return &t->ev[t->nev++];
 }
 
+/* an EV_DATA payload for the event @seq: formatted now, kept by seq */
+static void add_values(struct usft_trace *t, uint32_t seq, unsigned int kind, const uint64_t *w,
+		       size_t n)
+{
+	char buf[1024];
+	struct usft_rvalue *v;
+
+	if (kind < USFT_DATA_ARGS || kind > USFT_DATA_RETVAL_RAW ||
+	    !usft_format_values(w, n, buf, sizeof(buf)))
+		return;		/* a malformed payload shows nothing */
+	if (t->nvals == t->valcap) {
+		size_t nc = t->valcap ? t->valcap * 2 : 64;
+
+		v = realloc(t->vals, nc * sizeof(*v));
+		if (!v)
+			return;
+		t->vals = v;
+		t->valcap = nc;
+	}
+	v = &t->vals[t->nvals];
+	v->seq = seq;
+	v->kind = kind;
+	v->text = strdup(buf);
+	if (v->text)
+		t->nvals++;
+}
+
+const char *usft_trace_values(const struct usft_trace *t, const struct usft_revent *e,
+			      unsigned int kind)
+{
+	size_t lo = 0, hi = t->nvals;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (t->vals[mid].seq < e->seq)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (; lo < t->nvals && t->vals[lo].seq == e->seq; lo++)
+		if (t->vals[lo].kind == kind)
+			return t->vals[lo].text;
+	return NULL;
+}
+
 static void parse_events(struct usft_trace *t, int si, int tid, uint64_t lost,
 			 const uint64_t *w, size_t nwords, bool load)
 {
+	size_t first_ev = t->nev;
 	struct usft_rsession *s = &t->sess[si];
 	size_t i = 0;
 
@@ -402,10 +450,21 @@ static void parse_events(struct usft_trace *t, int si, int tid, uint64_t lost,
 	}
 	while (i + 2 <= nwords) {
 		unsigned int type = (unsigned int)(w[i + 1] >> EV_TYPE_SHIFT);
-		unsigned int n = usft_ev_words(type);
+		unsigned int n = usft_ev_len(w[i], w[i + 1]);
 
 		if (!n || i + n > nwords)
 			break;
+		if (type == EV_DATA) {
+			/* the values of this chunk's last event (same function) */
+			if (load && t->nev > first_ev &&
+			    usft_rev_ip(&t->ev[t->nev - 1]) == (w[i + 1] & EV_IP_MASK) &&
+			    usft_rev_type(&t->ev[t->nev - 1]) != EV_LOST)
+				add_values(t, t->ev[t->nev - 1].seq,
+					   (unsigned int)(w[i] >> EV_DATA_KIND_SHIFT) & 0xff,
+					   &w[i + 2], n - 2);
+			i += n;
+			continue;
+		}
 		s->events++;
 		t->events++;
 		if (load) {
@@ -614,6 +673,9 @@ void usft_trace_free(struct usft_trace *t)
 	}
 	free(t->sess);
 	free(t->ev);
+	for (size_t i = 0; i < t->nvals; i++)
+		free(t->vals[i].text);
+	free(t->vals);
 	memset(t, 0, sizeof(*t));
 }
 

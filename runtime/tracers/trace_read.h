@@ -86,11 +86,20 @@ static inline unsigned int usft_rev_depth(const struct usft_revent *e)
 	return (unsigned int)((e->w1 >> EV_DEPTH_SHIFT) & EV_DEPTH_MAX);
 }
 
+/* -A/-R values of one event (EV_DATA, trace_args.h), as text */
+struct usft_rvalue {
+	uint32_t seq;		/* the event's */
+	uint32_t kind;		/* enum usft_data_kind */
+	char *text;		/* "1, 0x7ffd1234, \"abc\"" */
+};
+
 struct usft_trace {
 	struct usft_rsession *sess;
 	size_t nsess, sesscap;
 	struct usft_revent *ev;
 	size_t nev, evcap;
+	struct usft_rvalue *vals;	/* ascending seq */
+	size_t nvals, valcap;
 	uint64_t events, lost;	/* totals */
 	bool truncated;		/* the file ends inside a chunk */
 	bool sorted;
@@ -121,6 +130,9 @@ extern char *(*usft_trace_name_hook)(const char *name);
 const char *usft_trace_sym(struct usft_trace *t, unsigned int sess, uint32_t epoch,
 			   uint64_t addr, uint64_t *offset);
 const char *usft_trace_comm(struct usft_trace *t, unsigned int sess, int tid);
+/* the values of @kind recorded with @e (-A, -R), NULL none */
+const char *usft_trace_values(const struct usft_trace *t, const struct usft_revent *e,
+			      unsigned int kind);
 /* the tracer of the file (of its first session), "nop" if none */
 const char *usft_trace_tracer(const struct usft_trace *t);
 

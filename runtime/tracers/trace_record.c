@@ -405,10 +405,15 @@ static unsigned long scan_events(struct usft_tbuf *b, unsigned long from, unsign
 	while (from + 16 <= to) {
 		uint64_t w1 = ring_word(b, from + 8);
 		unsigned int type = (unsigned int)(w1 >> EV_TYPE_SHIFT);
-		unsigned int words = usft_ev_words(type);
+		unsigned int words = usft_ev_len(ring_word(b, from), w1);
 
 		if (!words || from + words * 8 > to)
 			break;
+		if (type == EV_DATA) {
+			/* values of the event before: not an event of their own */
+			from += words * 8;
+			continue;
+		}
 		sym_lookup(w1 & EV_IP_MASK);
 		if (type == EV_FUNC)
 			sym_lookup(ring_word(b, from + 16));

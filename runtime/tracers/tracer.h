@@ -38,6 +38,9 @@ struct usft_trace_opts {
 	bool reusable;			/* rings for every tracer: later sessions (attach) */
 	bool lossless;			/* a full ring makes the thread wait for the writer */
 	const char *ring_dir;		/* shared (crash-safe) rings in a file there; NULL: private */
+	const char *args_spec;		/* -A: "GLOB@arg1,arg2;..." (trace_args.c) */
+	const char *retval_spec;	/* -R: "GLOB@retval;..." */
+	bool funcgraph_retval;		/* every return value, the kernel's option */
 };
 
 /* one tracer (kernel struct tracer) */
@@ -83,6 +86,20 @@ bool usft_reapply_filters(struct ftrace_ops *ops);
 int usft_resolve_graph_funcs(const char *names);
 bool usft_graph_func_match(unsigned long ip);
 void usft_free_graph_funcs(void);
+
+/* trace_args.c: -A/-R values for function_graph (trace_args.h is the payload) */
+struct args_ent;
+#define USFT_ARGS_MAX_WORDS	160	/* payload words of one EV_DATA at most */
+int usft_args_init(const struct usft_trace_opts *o);
+void usft_args_reset(void);
+bool usft_args_any(void);
+extern bool usft_args_all_retval;
+const struct args_ent *usft_args_find(unsigned long ip);
+bool usft_args_ent_has_args(const struct args_ent *e);
+bool usft_args_ent_has_ret(const struct args_ent *e);
+unsigned int usft_args_encode(const struct args_ent *e, struct ftrace_regs *fregs, bool ret,
+			      uint64_t *out);
+unsigned int usft_args_encode_raw_ret(struct ftrace_regs *fregs, uint64_t *out);
 
 /* trace_profile.c: fold the table of a slot whose thread exited into the result */
 void usft_profile_merge_slot(struct usft_tbuf *b);

@@ -408,6 +408,38 @@ def case_max_depth():
     graph_case("max_depth", "nest", extra=("--max-graph-depth", "2"))
 
 
+def case_args():
+    """-A/-R (uftrace's syntax) and --funcgraph-retval on tracee-args: the
+    values each DWARF type shows as, strings read safely (escaped, cut,
+    NULL, a pointer that cannot be read), and what a bad spec is told."""
+    extra = ("-A", "a_*@args", "-R", "a_*@retval", "-A", "a_even@arg1/x")
+    r = record([tracee("args")], "function_graph", extra)
+    check(r["lost"] == 0, "lost events: %d" % r["lost"])
+    text = report("text")
+    golden("args", canonical(text))
+    check("a_peek(0x10, 0) = 0;" in text, "the unreadable pointer: %s" % text)
+    doc, _ = check_json(report("json"), "function_graph")
+    got = {}
+    for e in doc["traceEvents"]:
+        if e.get("name") == "a_scale" and "args" in e:
+            got[e["ph"]] = e["args"]
+    check(got == {"B": {"args": "1.5, 3, 0.25"}, "E": {"retval": "4.75"}},
+          "json args of a_scale: %s" % got)
+    r = record([tracee("args")], "function_graph", ("--funcgraph-retval",))
+    golden("args_retval", canonical(report("text")))
+    check("a_fail(); /* = -22 */" in report("text"), "funcgraph-retval errno")
+    # what a user is told
+    for spec, want in (("a_add@arg3", "takes 2 arguments"), ("a_add@arg1/q", "unknown format"),
+                       ("a_add@bogus", "is not argN"), ("zz_none@arg1", "no patchable function")):
+        rc, out, err = usft("record", "-p", "function_graph", "-o", "bad.dat", "-A", spec, "--",
+                            tracee("args"))
+        check(rc == 0 and want in err and "sum " in out, "-A %s: %d %r" % (spec, rc, err))
+    rc, out, err = usft("record", "-A", "a_add@arg1", "--", tracee("args"))
+    check(rc == 2 and "-p function_graph" in err, "-A without function_graph: %d %r" % (rc, err))
+    rc, out, err = usft("record", "-p", "function_graph", "-R", "a_add", "--", tracee("args"))
+    check(rc == 2 and "FUNC@VAL" in err, "-R without @: %d %r" % (rc, err))
+
+
 def case_clock_mono():
     r = record([tracee("nest")], "function_graph", ("-C", "mono"))
     check(r["events"] == 24, "events %d" % r["events"])
