@@ -38,6 +38,8 @@ static const struct {
 	  "                           fparg1, args (all; types from DWARF) (repeatable)\n"
 	  "  -R, --retval F@retval    function_graph: show F's return value (repeatable)\n"
 	  "      --funcgraph-retval   function_graph: every return value, as the kernel's option\n"
+	  "      --trigger F:CMD[:N]  F:traceoff / F:traceon (N times at most): the kernel's\n"
+	  "                           set_ftrace_filter commands, on the recording (repeatable)\n"
 	  "  -o, --output FILE        trace file (default usft.dat), replaced once PROG ran\n"
 	  "  -b, --buffer-size KB     ring buffer per thread in KiB, 4..16777216 (default 65536)\n"
 	  "  -C, --clock CLOCK        auto, mono (clock_gettime) or counter (cycle counter)\n"

@@ -139,12 +139,13 @@ int usft_cmd_record(int argc, char **argv)
 		{ "argument", required_argument, NULL, 'A' },
 		{ "retval", required_argument, NULL, 'R' },
 		{ "funcgraph-retval", no_argument, NULL, 'V' },
+		{ "trigger", required_argument, NULL, 'X' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	const char *tracer = "function", *output = "usft.dat", *clk = NULL;
 	char *filter = NULL, *notrace_list = NULL, *graph = NULL, *options = NULL;
-	char *args_spec = NULL, *retval_spec = NULL;
+	char *args_spec = NULL, *retval_spec = NULL, *triggers = NULL;
 	bool all_retval = false;
 	char preload[PATH_MAX], progpath[PATH_MAX], num[32];
 	long long depth = 0, bufkb = 0;
@@ -231,6 +232,13 @@ int usft_cmd_record(int argc, char **argv)
 		case 'V':
 			all_retval = true;
 			break;
+		case 'X':
+			/* the kernel's set_ftrace_filter command syntax, checked in PROG */
+			if (!strchr(optarg, ':'))
+				return usft_usage_error("record", "--trigger '%s': want FUNC:traceoff[:N] "
+							"or FUNC:traceon[:N]", optarg);
+			append(&triggers, optarg);
+			break;
 		case 'q':
 			quiet = true;
 			break;
@@ -274,8 +282,8 @@ int usft_cmd_record(int argc, char **argv)
 	if ((args_spec || retval_spec || all_retval) && strcmp(tracer, "function_graph"))
 		return usft_usage_error("record", "-A, -R and --funcgraph-retval show values in the "
 					"call tree: add -p function_graph");
-	if (pid_arg && (args_spec || retval_spec || all_retval))
-		return usft_usage_error("record", "-A, -R and --funcgraph-retval apply to a program "
+	if (pid_arg && (args_spec || retval_spec || all_retval || triggers))
+		return usft_usage_error("record", "-A, -R, --funcgraph-retval and --trigger apply to a program "
 					"usft runs, not to -P (yet)");
 	if (pid_arg && optind < argc)
 		return usft_usage_error("record", "-P PID or a program to run, not both");
@@ -369,6 +377,8 @@ int usft_cmd_record(int argc, char **argv)
 			setenv("USFT_RETVAL", retval_spec, 1);
 		if (all_retval)
 			setenv("USFT_FUNCGRAPH_RETVAL", "1", 1);
+		if (triggers)
+			setenv("USFT_TRIGGERS", triggers, 1);
 		if (depth) {
 			snprintf(num, sizeof(num), "%lld", depth);
 			setenv("USFT_MAX_DEPTH", num, 1);
@@ -444,6 +454,7 @@ int usft_cmd_record(int argc, char **argv)
 	free(graph);
 	free(args_spec);
 	free(retval_spec);
+	free(triggers);
 	free(options);
 	return rc;
 }

@@ -16,6 +16,8 @@
  *   USFT_ARGS         function_graph argument specs (-A), ';' between them;
  *                     USFT_RETVAL return-value specs (-R);
  *                     USFT_FUNCGRAPH_RETVAL=1 every return value
+ *   USFT_TRIGGERS     set_ftrace_filter commands (--trigger), white space
+ *                     between them: "func:traceoff[:N]", "func:traceon[:N]"
  *   USFT_OUTPUT       trace file (default usft.dat), USFT_APPEND=1 keeps it
  *   USFT_BUFFER_SIZE  ring bytes per thread (K/M/G suffixes), 4K..16G;
  *                     USFT_MAX_THREADS ring slots, 4..65536 (a number out of
@@ -40,6 +42,7 @@
 #include <string.h>
 #include <sys/auxv.h>
 #include <unistd.h>
+#include <usft/ftrace_probe.h>
 #include <usft/usft.h>
 #include "preload.h"
 #include "tracer.h"
@@ -85,6 +88,30 @@ static bool env_number(const char *name, const char *s, bool suffixes, unsigned 
 	}
 	*out = v << shift;
 	return true;
+}
+
+/*
+ * --trigger: each token a set_ftrace_filter command on the top level, the
+ * probe core's (<usft/ftrace_probe.h>): traceoff/traceon flip the
+ * recording's tracing_on.  One that is refused is said and skipped.
+ */
+static void start_triggers(const char *list)
+{
+	char *copy, *save = NULL;
+
+	if (!list || !*list || !(copy = strdup(list)))
+		return;
+	for (char *t = strtok_r(copy, " \t\n", &save); t; t = strtok_r(NULL, " \t\n", &save)) {
+		int r = usft_ftrace_regex_cmd(NULL, t, 1);
+
+		if (r == USFT_REGEX_GLOB)
+			fprintf(stderr, "usft: --trigger %s: no command (want FUNC:traceoff[:N], "
+				"FUNC:traceon[:N])\n", t);
+		else if (r < 0)
+			fprintf(stderr, "usft: --trigger %s: %s (a known command, and FUNC a "
+				"patchable function: `usft list -f PROG`)\n", t, strerror(-r));
+	}
+	free(copy);
 }
 
 __attribute__((constructor)) static void usft_preload_init(void)
@@ -143,6 +170,8 @@ __attribute__((constructor)) static void usft_preload_init(void)
 		fprintf(stderr, "usft: %s tracer not started: %s\n", o.tracer, strerror(-ret));
 		return;
 	}
+	if (usft_tracer_active())
+		start_triggers(getenv("USFT_TRIGGERS"));
 	if (usft_tracer_active()) {
 		/* the next image of this process (exec) appends */
 		if (!o.append)

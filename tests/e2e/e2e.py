@@ -440,6 +440,20 @@ def case_args():
     check(rc == 2 and "FUNC@VAL" in err, "-R without @: %d %r" % (rc, err))
 
 
+def case_triggers():
+    """--trigger: the kernel's set_ftrace_filter commands on the recording:
+    middle:traceoff stops it (middle's own entry is not recorded), fact:traceon
+    starts it again; a bad trigger is said and the program runs on."""
+    graph_case("triggers", "nest", extra=("--trigger", "middle:traceoff",
+                                          "--trigger", "fact:traceon:1"))
+    rc, out, err = usft("record", "-p", "function_graph", "-o", "bad.dat", "--trigger",
+                        "middle:bogus", "--", tracee("nest"))
+    check(rc == 0 and "--trigger middle:bogus: Invalid argument" in err,
+          "a bad trigger: %d %r" % (rc, err))
+    rc, out, err = usft("record", "--trigger", "middle", "--", tracee("nest"))
+    check(rc == 2 and "FUNC:traceoff" in err, "--trigger without a command: %d %r" % (rc, err))
+
+
 def case_clock_mono():
     r = record([tracee("nest")], "function_graph", ("-C", "mono"))
     check(r["events"] == 24, "events %d" % r["events"])
