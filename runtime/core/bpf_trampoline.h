@@ -8,23 +8,13 @@
 
 #include <usft/trampoline.h>
 #include "core/internal.h"
+#include "elf/dwarf.h"	/* struct usft_func_model */
 
 /* include/linux/bpf.h BPF_TRAMP_F_* (subset used here) */
 #define BPF_TRAMP_F_RESTORE_REGS	BIT(0)
 #define BPF_TRAMP_F_CALL_ORIG		BIT(1)
 #define BPF_TRAMP_F_SKIP_FRAME		BIT(2)
 #define BPF_TRAMP_F_IP_ARG		BIT(3)
-
-#define MAX_BPF_FUNC_ARGS 6
-
-/* kernel struct btf_func_model, reduced to register-passed arguments */
-struct usft_func_model {
-	int nr_args;
-	unsigned int fp_mask;	/* bit i: argument i is floating point */
-	bool ret_fp;
-	bool variadic;
-	bool known;		/* from DWARF: registers outside the model are dead */
-};
 
 struct tramp_prog {
 	usft_tramp_prog_t prog;
@@ -67,11 +57,5 @@ int arch_bpf_tramp_retire(unsigned long image, size_t size);
 
 /** arch_bpf_tramp_has_jmp() - DYNAMIC_FTRACE_WITH_JMP */
 bool arch_bpf_tramp_has_jmp(void);
-
-/* runtime/elf/dwarf.c: the function model of @addr (link-time) in @path */
-int usft_dwarf_func_model(const char *path, unsigned long addr, struct usft_func_model *m);
-/* runtime/elf/dwarf.c: usft_func_arg_types() for @addr (link-time) in @path */
-int usft_dwarf_arg_types(const char *path, unsigned long addr, struct usft_arg_type *args, int max,
-			 struct usft_arg_type *ret, bool *variadic);
 
 #endif

@@ -7,11 +7,12 @@
  * refused, as the JIT only handles register-passed values.
  */
 #include <dwarf.h>
+#include <errno.h>
 #include <elfutils/libdw.h>
 #include <fcntl.h>
 #include <string.h>
 #include <unistd.h>
-#include "core/bpf_trampoline.h"
+#include "elf/dwarf.h"
 #include "asm/ftrace.h"
 
 /* strip typedef/const/volatile/restrict */

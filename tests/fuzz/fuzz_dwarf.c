@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
-#include "core/bpf_trampoline.h"
+#include "elf/dwarf.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

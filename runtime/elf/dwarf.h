@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * runtime/elf/dwarf.h - function models read from DWARF (dwarf.c), what
+ * the trampoline manager (core/bpf_trampoline.c) and the arch JITs build
+ * from.  The kernel's struct btf_func_model (include/linux/bpf.h), which
+ * it distils from BTF; here the ELF layer owns it, so that core and the
+ * arches depend on elf/ and never the other way round.
+ */
+#ifndef USFT_ELF_DWARF_H
+#define USFT_ELF_DWARF_H
+
+#include <stdbool.h>
+#include <usft/usft.h>	/* struct usft_arg_type */
+
+/* include/linux/bpf.h: arguments a model can describe */
+#define MAX_BPF_FUNC_ARGS 6
+
+/* kernel struct btf_func_model, reduced to register-passed arguments */
+struct usft_func_model {
+	int nr_args;
+	unsigned int fp_mask;	/* bit i: argument i is floating point */
+	bool ret_fp;
+	bool variadic;
+	bool known;		/* from DWARF: registers outside the model are dead */
+};
+
+/* the function model of @addr (link-time) in @path; Return: 0 or -errno */
+int usft_dwarf_func_model(const char *path, unsigned long addr, struct usft_func_model *m);
+/* usft_func_arg_types() for @addr (link-time) in @path */
+int usft_dwarf_arg_types(const char *path, unsigned long addr, struct usft_arg_type *args, int max,
+			 struct usft_arg_type *ret, bool *variadic);
+
+#endif
