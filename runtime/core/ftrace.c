@@ -132,6 +132,7 @@ static void usft_do_init(void)
 	pthread_atfork(ftrace_fork_prepare, ftrace_fork_parent, ftrace_fork_child);
 	usft_tramp_atfork_init();	/* after: its prepare runs first */
 	usft_tasks_init();
+	usft_tramp_alloc_init();
 	ret = ftrace_dyn_arch_init();
 	if (!ret) {
 		pthread_mutex_lock(&ftrace_lock);

@@ -180,6 +180,21 @@ struct usft_object *usft_main_object(void);
  */
 struct usft_obj_callers *usft_object_callers(unsigned long ip);
 
+/* ---- trampoline memory policy (tramp_alloc.c, over mem/execmem.c) --- */
+/* register the reclaim check with mem/ (once, at initialisation) */
+void usft_tramp_alloc_init(void);
+/*
+ * usft_execmem_reserve() - @len bytes placed per tramp_placement near
+ * @near_ip (0: the main executable), nothing written; ftrace_lock held.
+ * Return: the address (and *@wp) or 0.
+ */
+unsigned long usft_execmem_reserve(unsigned long near_ip, size_t len, struct usft_window **wp);
+/* fill reserved memory (inside a text window, then sync); Return: 0 or -EPERM */
+int usft_execmem_write(unsigned long addr, const void *code, size_t len);
+/* usft_execmem_reserve() + usft_execmem_write(); ftrace_lock held */
+unsigned long usft_execmem_place(const void *code, size_t len, unsigned long near_ip,
+				 struct usft_window **wp);
+
 /* ---- hashes (hash.c) ---------------------------------------------- */
 #define FTRACE_HASH_DEFAULT_BITS	10
 #define FTRACE_HASH_MAX_BITS		12
@@ -284,7 +299,7 @@ struct usft_task {
 	unsigned long orig_stack[16];
 	/*
 	 * Bit d: the signal handler at depth d interrupted this thread in
-	 * trampoline memory (core/signal.c); a reclaim scan of mem/execmem.c
+	 * trampoline memory (core/signal.c); a reclaim scan (core/tramp_alloc.c)
 	 * must not trust the PC it sees then.  Not read by assembly.
 	 */
 	unsigned long tramp_irq;

@@ -8,29 +8,23 @@
  * windows are placed with MAP_FIXED_NOREPLACE probes walking away from the
  * text they serve until one lands in reach.
  *
- * Reuse.  A chunk is freed after a tasks-RCU grace period, which covers a
- * thread between a trampoline's TASK_MARK and TASK_EXIT but not one stopped
- * on the instructions before the mark (the first one) or after the exit (the
- * final ret, ftrace_regs_caller's jump to a direct target): the kernel's
- * tasks-RCU sees a preempted task, usft cannot.  So freed chunks are only
- * handed out again once a reclaim scan proved no thread can be there: every
- * thread runs a rendezvous handler that reports where it was interrupted,
- * and the scan is clean when no thread is inside trampoline memory at all
- * (nor in a signal handler that interrupted trampoline code, see
- * core/signal.c); then every chunk freed before it is safe.  A thread that
- * blocks the rendezvous signal, or sleeps in the kernel (it is not
- * signalled: no EINTR), counts by the pc of the system call it waits in
- * (/proc/<tid>/syscall), and makes the scan dirty while it runs.  Scans
- * run once QUARANTINE chunks wait, and retry a few times; meanwhile fresh
- * memory is used.
+ * Reuse.  A freed chunk waits in a FIFO quarantine; only once QUARANTINE
+ * chunks wait does the check core registered (usft_execmem_set_reclaim(),
+ * core/tramp_alloc.c: no thread can be inside any window) run, and a clean
+ * one makes every chunk freed before it reusable.  Meanwhile fresh memory
+ * is used.
+ *
+ * A leaf: nothing here knows of objects, options, threads or text batches
+ * (core/tramp_alloc.c is that policy).
  */
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
-#include "core/internal.h"
-#include "core/text.h"
+#include "compat/compiler.h"
 #include "mem/execmem.h"
 
 #ifndef MAP_FIXED_NOREPLACE
@@ -175,58 +169,13 @@ out:
 	return w;
 }
 
-/* ---- reclaim scans ----------------------------------------------------- */
+/* ---- reuse ------------------------------------------------------------- */
 
-#define SCAN_TRIES	3
-/*
- * The pcs the handlers report, sized for the process's threads before each
- * scan.  A handler stopped in a debugger may still write into an earlier
- * array, so a replaced one is never freed (they double).
- */
-struct scan_pcs {
-	int cap;
-	unsigned long v[];
-};
-static struct scan_pcs *scan_pc;
-static unsigned long *blocked_pc;	/* read by this thread only */
-static int blocked_cap;
-static int scan_n, scan_dirty;
+static usft_execmem_reclaim_fn reclaim_fn;
 
-/* rendezvous handler: where was this thread? */
-static void scan_thread(ucontext_t *uc, void *arg)
+void usft_execmem_set_reclaim(usft_execmem_reclaim_fn fn)
 {
-	struct scan_pcs *p = __atomic_load_n(&scan_pc, __ATOMIC_ACQUIRE);
-	int i = __atomic_fetch_add(&scan_n, 1, __ATOMIC_RELAXED);
-
-	(void)arg;
-	if (p && i < p->cap && !usft_task.tramp_irq)
-		__atomic_store_n(&p->v[i], usft_uc_pc(uc), __ATOMIC_RELAXED);
-	else
-		__atomic_store_n(&scan_dirty, 1, __ATOMIC_RELAXED);
-}
-
-/* room for the pcs of every thread (and some created meanwhile) */
-static int scan_reserve(void)
-{
-	int n = usft_nr_threads(), cap = 2 * (n > 0 ? n : 1) + 64;
-
-	if (!scan_pc || scan_pc->cap < cap) {
-		struct scan_pcs *p = calloc(1, sizeof(*p) + cap * sizeof(p->v[0]));
-
-		if (!p)
-			return -ENOMEM;
-		p->cap = cap;
-		__atomic_store_n(&scan_pc, p, __ATOMIC_RELEASE);	/* the old one stays */
-	}
-	if (blocked_cap < cap) {
-		unsigned long *b = realloc(blocked_pc, cap * sizeof(*b));
-
-		if (!b)
-			return -ENOMEM;
-		blocked_pc = b;
-		blocked_cap = cap;
-	}
-	return 0;
+	__atomic_store_n(&reclaim_fn, fn, __ATOMIC_RELEASE);
 }
 
 static bool in_any_window(unsigned long pc)
@@ -240,50 +189,18 @@ static bool in_any_window(unsigned long pc)
 /* execmem_lock held.  Return: true when every freed chunk is safe now. */
 static bool reclaim_scan(void)
 {
-	for (int t = 0; t < SCAN_TRIES; t++) {
-		bool dirty;
-		int n, nb;
+	usft_execmem_reclaim_fn fn = __atomic_load_n(&reclaim_fn, __ATOMIC_ACQUIRE);
 
-		if (scan_reserve())
-			return false;	/* cannot tell: not clean */
-
-		__atomic_store_n(&scan_n, 0, __ATOMIC_RELAXED);
-		__atomic_store_n(&scan_dirty, 0, __ATOMIC_RELAXED);
-		/* the handlers' stores are ordered before their acks */
-		dirty = usft_threads_scan(scan_thread, NULL, usft_any_pc, blocked_pc, blocked_cap,
-					  &nb) != 0 ||
-			usft_task.tramp_irq;
-		dirty |= __atomic_load_n(&scan_dirty, __ATOMIC_RELAXED);
-		n = __atomic_load_n(&scan_n, __ATOMIC_RELAXED);
-		for (int i = 0; !dirty && i < n && i < scan_pc->cap; i++)
-			dirty = in_any_window(__atomic_load_n(&scan_pc->v[i], __ATOMIC_RELAXED));
-		/*
-		 * A thread that blocks the signal counts where it waits in a
-		 * system call; running (or inside a handler on its way out) it
-		 * could be anywhere: try again.
-		 */
-		for (int i = 0; !dirty && i < nb; i++)
-			dirty = !blocked_pc[i] || in_any_window(blocked_pc[i]);
-		/*
-		 * A thread not signalled may be inside a handler that interrupted
-		 * trampoline code (it returns there): its tramp_irq is its own,
-		 * but usft_run_handler() counts such handlers process-wide.
-		 */
-		if (nb && __atomic_load_n(&usft_nr_tramp_irq, __ATOMIC_ACQUIRE))
-			dirty = true;
-		usft_count(nr_reclaim_scans);
-		if (!dirty) {
-			for (struct usft_window *w = windows; w; w = w->next) {
-				for (struct chunk *c = w->free_head; c; c = c->next)
-					c->safe = true;
-				w->nr_unsafe = 0;
-				w->next_scan = 0;
-			}
-			return true;
-		}
-		sched_yield();
+	/* no check (nothing registered): freed chunks are never reused */
+	if (!fn || !fn(in_any_window))
+		return false;
+	for (struct usft_window *w = windows; w; w = w->next) {
+		for (struct chunk *c = w->free_head; c; c = c->next)
+			c->safe = true;
+		w->nr_unsafe = 0;
+		w->next_scan = 0;
 	}
-	return false;
+	return true;
 }
 
 static unsigned long take_safe_chunk(struct usft_window *w, size_t size)

@@ -43,12 +43,14 @@ struct usft_window *usft_execmem_window_of(unsigned long addr);
  */
 void execmem_fill_trapping_insns(void *ptr, size_t size);
 
-/* reserve @len bytes placed per tramp_placement near @near_ip; ftrace_lock held */
-unsigned long usft_execmem_reserve(unsigned long near_ip, size_t len, struct usft_window **wp);
-/* fill reserved memory (inside a text window, then sync) */
-int usft_execmem_write(unsigned long addr, const void *code, size_t len);
-/* copy @code into memory placed per tramp_placement near @near_ip; ftrace_lock held */
-unsigned long usft_execmem_place(const void *code, size_t len, unsigned long near_ip,
-				 struct usft_window **wp);
+/*
+ * usft_execmem_set_reclaim() - the check that lets freed chunks be reused
+ * (core/tramp_alloc.c).  @fn runs under the allocator's lock once enough
+ * chunks wait; @in_window tells whether a pc is inside any window.  It
+ * returns true when no thread can be in one now: every chunk freed before
+ * the call may then be handed out again.  Without it, none is reused.
+ */
+typedef bool (*usft_execmem_reclaim_fn)(bool (*in_window)(unsigned long pc));
+void usft_execmem_set_reclaim(usft_execmem_reclaim_fn fn);
 
 #endif

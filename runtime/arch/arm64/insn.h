@@ -22,7 +22,6 @@
 
 /* BL/B reach: -128 MiB <= target - pc < +128 MiB (kernel reachable_by_bl()) */
 #define A64_BRANCH_RANGE	(128L << 20)
-/* how far a site may be from a "near" trampoline: BL (mem/trampoline.c) */
 
 static inline bool a64_in_branch_range(unsigned long pc, unsigned long target)
 {

@@ -10,7 +10,6 @@
 #define JMP32_INSN_OPCODE	0xe9
 #define INT3_INSN_OPCODE	0xcc
 #define X86_NOP5		"\x0f\x1f\x44\x00\x00"
-/* how far a site may be from a "near" trampoline: rel32 (mem/trampoline.c) */
 
 /* rel32 reach: the displacement from ip+5 must fit in an int32 */
 static inline bool x86_rel32_ok(unsigned long ip, unsigned long target)
