@@ -113,26 +113,7 @@ void ftrace_callsite_func(unsigned long ip, unsigned long parent_ip,
 			  struct ftrace_ops *op, struct ftrace_regs *fregs)
 {
 	struct ftrace_callsite *cs = (struct ftrace_callsite *)op;
-	struct list_snap *snap;
-	bool have_regs;
-	int bit;
 
-	bit = trace_test_and_set_recursion(ip, parent_ip, TRACE_LIST_START);
-	if (bit < 0)
-		return;
-	snap = smp_load_acquire(&cs->snap);
-	have_regs = ftrace_get_regs(fregs) != NULL;
-	if (unlikely(!snap)) {
-		ftrace_list_walk_slow(ip, parent_ip, fregs, have_regs);
-		trace_clear_recursion(bit);
-		return;
-	}
-	for (unsigned int i = 0; i < snap->nr; i++) {
-		const struct list_ent *e = &snap->ent[i];
-
-		if (e->save_regs && !have_regs)
-			continue;
-		READ_ONCE(e->op->func)(ip, parent_ip, e->op, fregs);
-	}
-	trace_clear_recursion(bit);
+	/* the snapshot holds only the ops that select this site */
+	list_snap_call(&cs->snap, false, ip, parent_ip, fregs);
 }

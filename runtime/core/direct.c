@@ -375,6 +375,37 @@ USFT_API int modify_ftrace_direct_nolock(struct ftrace_ops *ops, unsigned long a
 
 /* ---- single-ops batch API (Jiri Olsa's series) ----------------------- */
 
+/* the checks every batch call starts with; Return: 0 or the error to return */
+static int batch_enter(int busy, struct ftrace_ops *ops, struct ftrace_hash *hash)
+{
+	if (busy)
+		return busy;
+	if (!ops || ftrace_hash_empty(hash))
+		return -EINVAL;
+	return ftrace_lazy_init();
+}
+
+/*
+ * The hashes a batch edits before anything is published: direct_functions
+ * with @hash's sites added (@add) or taken out, and a copy of the ops'
+ * filter.  Return: 0, or -ENOMEM with neither made.
+ */
+static int batch_hashes(struct ftrace_ops *ops, struct ftrace_hash *hash, bool add,
+			struct ftrace_hash **new_direct, struct ftrace_hash **new_filter)
+{
+	*new_filter = NULL;
+	*new_direct = add ? direct_hash_add(hash, 0) : direct_hash_sub(hash, 0);
+	if (!*new_direct)
+		return -ENOMEM;
+	*new_filter = alloc_and_copy_ftrace_hash(FTRACE_HASH_DEFAULT_BITS,
+						 ops->func_hash->filter_hash);
+	if (!*new_filter) {
+		free_ftrace_hash(*new_direct);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
 USFT_API int update_ftrace_direct_add(struct ftrace_ops *ops, struct ftrace_hash *hash)
 {
 	USFT_API_ENTER(busy);
@@ -384,11 +415,7 @@ USFT_API int update_ftrace_direct_add(struct ftrace_ops *ops, struct ftrace_hash
 	bool first;
 	int err;
 
-	if (busy)
-		return usft_err(busy);
-	if (!ops || ftrace_hash_empty(hash))
-		return usft_err(-EINVAL);
-	err = ftrace_lazy_init();
+	err = batch_enter(busy, ops, hash);
 	if (err)
 		return usft_err(err);
 	ftrace_ops_init(ops);
@@ -411,16 +438,10 @@ USFT_API int update_ftrace_direct_add(struct ftrace_ops *ops, struct ftrace_hash
 	if (!first && !(is_direct_multi(ops) && (ops->flags & FTRACE_OPS_FL_ENABLED)))
 		goto out;
 
+	err = batch_hashes(ops, hash, true, &new_direct, &new_filter);
+	if (err)
+		goto out;
 	err = -ENOMEM;
-	new_direct = direct_hash_add(hash, 0);
-	if (!new_direct)
-		goto out;
-	new_filter = alloc_and_copy_ftrace_hash(FTRACE_HASH_DEFAULT_BITS,
-						ops->func_hash->filter_hash);
-	if (!new_filter) {
-		free_ftrace_hash(new_direct);
-		goto out;
-	}
 	for_each_hash_entry(hash, i, e)
 		if (!ftrace_lookup_ip(new_filter, e->ip) &&
 		    !add_ftrace_hash_entry_direct(new_filter, e->ip, e->direct)) {
@@ -495,11 +516,7 @@ USFT_API int update_ftrace_direct_del(struct ftrace_ops *ops, struct ftrace_hash
 	unsigned long i;
 	int err;
 
-	if (busy)
-		return usft_err(busy);
-	if (!ops || ftrace_hash_empty(hash))
-		return usft_err(-EINVAL);
-	err = ftrace_lazy_init();
+	err = batch_enter(busy, ops, hash);
 	if (err)
 		return usft_err(err);
 	pthread_mutex_lock(&direct_mutex);
@@ -510,16 +527,9 @@ USFT_API int update_ftrace_direct_del(struct ftrace_ops *ops, struct ftrace_hash
 	    ftrace_hash_empty(ops->func_hash->filter_hash) ||
 	    !batch_entries_present(ops, hash))
 		goto out;
-	err = -ENOMEM;
-	new_direct = direct_hash_sub(hash, 0);
-	if (!new_direct)
+	err = batch_hashes(ops, hash, false, &new_direct, &new_filter);
+	if (err)
 		goto out;
-	new_filter = alloc_and_copy_ftrace_hash(FTRACE_HASH_DEFAULT_BITS,
-						ops->func_hash->filter_hash);
-	if (!new_filter) {
-		free_ftrace_hash(new_direct);
-		goto out;
-	}
 	for_each_hash_entry(hash, i, e) {
 		f = ftrace_lookup_ip(new_filter, e->ip);
 		if (f)
@@ -557,11 +567,7 @@ USFT_API int update_ftrace_direct_mod(struct ftrace_ops *ops, struct ftrace_hash
 	unsigned long i;
 	int err;
 
-	if (busy)
-		return usft_err(busy);
-	if (!ops || ftrace_hash_empty(hash))
-		return usft_err(-EINVAL);
-	err = ftrace_lazy_init();
+	err = batch_enter(busy, ops, hash);
 	if (err)
 		return usft_err(err);
 	if (do_direct_lock)
@@ -596,8 +602,12 @@ static struct ftrace_ops *direct_ops_for(unsigned long ip)
 	return NULL;
 }
 
-/* kernel prepare_direct_functions_for_ipmodify(); direct_mutex held */
-int prepare_direct_functions_for_ipmodify(struct ftrace_ops *ops)
+/*
+ * Tell every enabled DIRECT ops sharing a site with the IPMODIFY @ops: @cmd.
+ * @enable: a peer that cannot share (no ops_func) is -EBUSY, and the first
+ * error ends the walk; otherwise errors are ignored.
+ */
+static int ipmodify_peers(struct ftrace_ops *ops, enum ftrace_ops_cmd cmd, bool enable)
 {
 	struct ftrace_hash *hash;
 	struct ftrace_func_entry *e;
@@ -612,35 +622,27 @@ int prepare_direct_functions_for_ipmodify(struct ftrace_ops *ops)
 	for_each_hash_entry(hash, i, e) {
 		struct ftrace_ops *op = direct_ops_for(e->ip);
 
-		if (!op)
+		if (!op || (!op->ops_func && !enable))
 			continue;
 		if (!op->ops_func)
 			return -EBUSY;
-		ret = op->ops_func(op, e->ip, FTRACE_OPS_CMD_ENABLE_SHARE_IPMODIFY_PEER);
-		if (ret)
+		ret = op->ops_func(op, e->ip, cmd);
+		if (ret && enable)
 			return ret;
 	}
 	return 0;
 }
 
+/* kernel prepare_direct_functions_for_ipmodify(); direct_mutex held */
+int prepare_direct_functions_for_ipmodify(struct ftrace_ops *ops)
+{
+	return ipmodify_peers(ops, FTRACE_OPS_CMD_ENABLE_SHARE_IPMODIFY_PEER, true);
+}
+
 /* kernel cleanup_direct_functions_after_ipmodify(); errors ignored */
 void cleanup_direct_functions_after_ipmodify(struct ftrace_ops *ops)
 {
-	struct ftrace_hash *hash;
-	struct ftrace_func_entry *e;
-	unsigned long i;
-
-	if (!(ops->flags & FTRACE_OPS_FL_IPMODIFY))
-		return;
-	hash = ops->func_hash->filter_hash;
-	if (ftrace_hash_empty(hash))
-		return;
-	for_each_hash_entry(hash, i, e) {
-		struct ftrace_ops *op = direct_ops_for(e->ip);
-
-		if (op && op->ops_func)
-			op->ops_func(op, e->ip, FTRACE_OPS_CMD_DISABLE_SHARE_IPMODIFY_PEER);
-	}
+	ipmodify_peers(ops, FTRACE_OPS_CMD_DISABLE_SHARE_IPMODIFY_PEER, false);
 }
 
 /* usft_stat(): direct sites patched straight vs reached through the caller */

@@ -1419,17 +1419,6 @@ static void ftrace_list_rebuild(void)
 		ftrace_callsite_rebuild_all();
 }
 
-static __always_inline bool bucket_has(struct ftrace_func_entry **b, unsigned char bits,
-				       unsigned long ip)
-{
-	struct ftrace_func_entry *e = READ_ONCE(b[ftrace_hash_key(ip, bits)]);
-
-	for (; e; e = READ_ONCE(e->hnext))
-		if (e->ip == ip)
-			return true;
-	return false;
-}
-
 /* ---- the hot path ----------------------------------------------------- */
 
 /* the kernel's walk over the linked list, when no array could be built */
@@ -1459,35 +1448,7 @@ void ftrace_list_walk_slow(unsigned long ip, unsigned long parent_ip,
 void ftrace_ops_list_func(unsigned long ip, unsigned long parent_ip,
 			  struct ftrace_ops *ignored, struct ftrace_regs *fregs)
 {
-	struct list_snap *snap;
-	unsigned long ipbit;
-	bool have_regs;
-	int bit;
-
-	bit = trace_test_and_set_recursion(ip, parent_ip, TRACE_LIST_START);
-	if (bit < 0)
-		return;
-	snap = smp_load_acquire(&list_snap);
-	have_regs = ftrace_get_regs(fregs) != NULL;
-	if (unlikely(!snap)) {
-		ftrace_list_walk_slow(ip, parent_ip, fregs, have_regs);
-		trace_clear_recursion(bit);
-		return;
-	}
-	ipbit = list_bloom_bit(ip);
-	for (unsigned int i = 0; i < snap->nr; i++) {
-		const struct list_ent *e = &snap->ent[i];
-
-		if (e->filter && (!(e->filter_bloom & ipbit) ||
-				  !bucket_has(e->filter, e->filter_bits, ip)))
-			continue;
-		if (e->ntrace && bucket_has(e->ntrace, e->ntrace_bits, ip))
-			continue;
-		if (e->save_regs && !have_regs)
-			continue;
-		READ_ONCE(e->op->func)(ip, parent_ip, e->op, fregs);
-	}
-	trace_clear_recursion(bit);
+	list_snap_call(&list_snap, true, ip, parent_ip, fregs);
 }
 
 /* ftrace_ops_assist_func() - recursion protection for one ops' trampoline */

@@ -489,6 +489,63 @@ void ftrace_free_snap(void *p);
 void ftrace_list_walk_slow(unsigned long ip, unsigned long parent_ip,
 			   struct ftrace_regs *fregs, bool have_regs);
 
+/* @ip in the bucket array @b (1 << @bits heads), read without a lock */
+static __always_inline bool bucket_has(struct ftrace_func_entry **b, unsigned char bits,
+				       unsigned long ip)
+{
+	struct ftrace_func_entry *e = READ_ONCE(b[ftrace_hash_key(ip, bits)]);
+
+	for (; e; e = READ_ONCE(e->hnext))
+		if (e->ip == ip)
+			return true;
+	return false;
+}
+
+/*
+ * list_snap_call() - the walk of ftrace_ops_list_func() and of
+ * ftrace_callsite_func(): under the list recursion bit, call every ops of
+ * the snapshot published at *@snapp that takes @ip; with no snapshot yet,
+ * the linked-list walk.  @filtered (a constant): test each entry's filter
+ * (bloom word, then buckets) and notrace buckets (the global snapshot; a
+ * per-callsite one holds only the ops that select its site).  The hot path: no allocation, lock,
+ * syscall or errno change.
+ */
+static __always_inline void list_snap_call(struct list_snap *const *snapp, bool filtered,
+					   unsigned long ip, unsigned long parent_ip,
+					   struct ftrace_regs *fregs)
+{
+	struct list_snap *snap;
+	unsigned long ipbit;
+	bool have_regs;
+	int bit;
+
+	bit = trace_test_and_set_recursion(ip, parent_ip, TRACE_LIST_START);
+	if (bit < 0)
+		return;
+	snap = smp_load_acquire(snapp);
+	have_regs = ftrace_get_regs(fregs) != NULL;
+	if (unlikely(!snap)) {
+		ftrace_list_walk_slow(ip, parent_ip, fregs, have_regs);
+		trace_clear_recursion(bit);
+		return;
+	}
+	ipbit = filtered ? list_bloom_bit(ip) : 0;
+	for (unsigned int i = 0; i < snap->nr; i++) {
+		const struct list_ent *e = &snap->ent[i];
+
+		/* the filter's bloom word first: most entries miss there */
+		if (filtered && e->filter && (!(e->filter_bloom & ipbit) ||
+					      !bucket_has(e->filter, e->filter_bits, ip)))
+			continue;
+		if (filtered && e->ntrace && bucket_has(e->ntrace, e->ntrace_bits, ip))
+			continue;
+		if (e->save_regs && !have_regs)
+			continue;
+		READ_ONCE(e->op->func)(ip, parent_ip, e->op, fregs);
+	}
+	trace_clear_recursion(bit);
+}
+
 /* ---- per-callsite ops (callsite.c, option per_callsite_ops) ---------- */
 struct ftrace_callsite {
 	struct ftrace_callsite *hnext;

@@ -522,65 +522,69 @@ static int bl_to(unsigned long pc, unsigned long addr, bool create, uint32_t *in
 	return 0;
 }
 
-int ftrace_make_call(struct dyn_ftrace *rec, unsigned long addr)
+/*
+ * The BL to @addr that @pc must hold now, in *@insn.  Return: 0, or
+ * -EINVAL with ftrace_expected saying what was expected there.
+ */
+static int expect_bl(unsigned long pc, unsigned long addr, uint32_t *insn)
 {
-	unsigned long pc = rec->ip;
+	if (bl_to(pc, addr, false, insn))
+		return -EINVAL;
+	if (a64_read(pc) != *insn) {
+		expected_insn = *insn;
+		ftrace_expected = &expected_insn;
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/*
+ * @old at the site becomes the BL to @addr: the literal first, which the
+ * site then reads, then the BL (even when the target is unchanged).
+ */
+static int write_bl(struct dyn_ftrace *rec, uint32_t old, unsigned long addr)
+{
 	uint32_t new;
 	int ret;
 
-	if (a64_read(pc) != A64_NOP) {
-		ftrace_expected = &expected_nop;
+	if (bl_to(rec->ip, addr, true, &new))
 		return -EINVAL;
-	}
-	if (bl_to(pc, addr, true, &new))
-		return -EINVAL;
-	/* the literal before the BL that makes the site read it */
 	ret = ftrace_rec_update_ops(rec);
 	if (ret)
 		return ret;
-	return modify_code(pc, A64_NOP, new);
+	return modify_code(rec->ip, old, new);
+}
+
+int ftrace_make_call(struct dyn_ftrace *rec, unsigned long addr)
+{
+	if (a64_read(rec->ip) != A64_NOP) {
+		ftrace_expected = &expected_nop;
+		return -EINVAL;
+	}
+	return write_bl(rec, A64_NOP, addr);
 }
 
 int ftrace_make_nop(struct dyn_ftrace *rec, unsigned long addr)
 {
-	unsigned long pc = rec->ip;
 	uint32_t old;
 	int ret;
 
-	if (bl_to(pc, addr, false, &old))
-		return -EINVAL;
-	if (a64_read(pc) != old) {
-		expected_insn = old;
-		ftrace_expected = &expected_insn;
-		return -EINVAL;
-	}
+	ret = expect_bl(rec->ip, addr, &old);
+	if (ret)
+		return ret;
 	/* a thread already past the BL then runs a harmless nop callback */
 	ret = ftrace_rec_set_nop_ops(rec);
 	if (ret)
 		return ret;
-	return modify_code(pc, old, A64_NOP);
+	return modify_code(rec->ip, old, A64_NOP);
 }
 
 int ftrace_modify_call(struct dyn_ftrace *rec, unsigned long old_addr, unsigned long addr)
 {
-	unsigned long pc = rec->ip;
-	uint32_t old, new;
-	int ret;
+	uint32_t old;
+	int ret = expect_bl(rec->ip, old_addr, &old);
 
-	if (bl_to(pc, old_addr, false, &old))
-		return -EINVAL;
-	if (a64_read(pc) != old) {
-		expected_insn = old;
-		ftrace_expected = &expected_insn;
-		return -EINVAL;
-	}
-	if (bl_to(pc, addr, true, &new))
-		return -EINVAL;
-	/* the literal first, then the BL, even when the target is unchanged */
-	ret = ftrace_rec_update_ops(rec);
-	if (ret)
-		return ret;
-	return modify_code(pc, old, new);
+	return ret ? ret : write_bl(rec, old, addr);
 }
 
 /*
