@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "core/arch.h"
+#include "core/text.h"
 
 pthread_mutex_t ftrace_lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
 pthread_mutex_t direct_mutex = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
@@ -955,6 +956,8 @@ int ftrace_hash_move_and_update_ops(struct ftrace_ops *ops, struct ftrace_hash *
 	struct ftrace_hash *old_hash = *orig_hash;
 	int ret;
 
+	if ((ops->flags & FTRACE_OPS_FL_ENABLED) && ftrace_enabled && ftrace_text_check())
+		return -EPERM;
 	ret = ftrace_hash_move(ops, enable, orig_hash, hash);
 	if (!ret) {
 		ftrace_ops_update_code(ops, &old_hash_ops);
@@ -1033,12 +1036,36 @@ static int __unregister_ftrace_function(struct ftrace_ops *ops)
 	return 0;
 }
 
+/*
+ * ftrace_text_check() - may this call patch?  Asked before it changes a
+ * record, a hash or the ops list, so that a W^X policy gets -EPERM with
+ * everything as it was (usft_text_writable(), on the page of a site).
+ */
+int ftrace_text_check(void)
+{
+	struct ftrace_page *pg;
+	struct dyn_ftrace *rec;
+
+	do_for_each_ftrace_rec(pg, rec) {
+		if (!(rec->flags & FTRACE_FL_DISABLED)) {
+			int ret = usft_text_writable(rec->ip);
+
+			/* the policy went away: first what it held back */
+			return ret ? ret : ftrace_convert_pending_nops();
+		}
+	} while_for_each_ftrace_rec();
+	return 0;
+}
+
 int ftrace_startup(struct ftrace_ops *ops, int command)
 {
 	int ret;
 
 	if (unlikely(ftrace_disabled))
 		return -ENODEV;
+	ret = ftrace_text_check();
+	if (ret)
+		return ret;
 	ret = __register_ftrace_function(ops);
 	if (ret)
 		return ret;
@@ -1072,6 +1099,9 @@ int ftrace_shutdown(struct ftrace_ops *ops, int command)
 
 	if (unlikely(ftrace_disabled))
 		return -ENODEV;
+	/* the sites cannot be put back: the ops stays registered, in use */
+	if ((ops->flags & FTRACE_OPS_FL_ENABLED) && ftrace_text_check())
+		return -EPERM;
 	ret = __unregister_ftrace_function(ops);
 	if (ret)
 		return ret;

@@ -142,6 +142,7 @@ struct usft_object {
 	unsigned long nr_recs;
 	struct usft_obj_callers *callers;	/* trampoline memory near this text */
 	bool seen;			/* mark for the dl_iterate_phdr sweep */
+	bool nops_pending;		/* a W^X policy kept its compiler NOPs unconverted */
 };
 
 extern struct ftrace_page *ftrace_pages_start;
@@ -397,6 +398,10 @@ extern int usft_nr_tramp_irq;
 
 /* ---- the ftrace core (ftrace.c) ----------------------------------- */
 extern pthread_mutex_t ftrace_lock;
+/* a W^X policy refuses text writes now: -EPERM, before anything changes (ftrace.c) */
+int ftrace_text_check(void);
+/* the objects whose NOP conversion a W^X policy held back, now (records.c) */
+int ftrace_convert_pending_nops(void);
 extern pthread_mutex_t direct_mutex;
 void usft_recursive_mutex_init(pthread_mutex_t *m);
 void usft_tramp_atfork_init(void);

@@ -289,7 +289,7 @@ USFT_API void usft_print_stat(FILE *out)
 	P(nr_int3_hits); P(nr_direct_in_range); P(nr_direct_out_of_range);
 	P(nr_callsites); P(callsite_bytes); P(nr_stop_machine);
 	P(nr_reclaim_scans); P(nr_rv_sleepers);
-	P(nr_notrap_batches);
+	P(nr_notrap_batches); P(nr_wx_refused);
 #undef P
 	fprintf(out, "  %-22s %s\n", "state", st.disabled ? "dead (ftrace_bug)" : "ok");
 }

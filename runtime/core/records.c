@@ -17,6 +17,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 #include "core/arch.h"
+#include "core/text.h"
 #include "mem/execmem.h"
 
 struct ftrace_page *ftrace_pages_start;
@@ -402,11 +403,67 @@ static enum usft_log_level nosym_level(unsigned long nosym, unsigned long nr)
 	return nosym >= 8 || nosym * 10 >= nr ? USFT_LOG_WARN : USFT_LOG_INFO;
 }
 
+/* Convert @obj's compiler NOPs to the canonical disabled form. */
+static int ftrace_convert_nops(struct usft_object *obj)
+{
+	struct ftrace_page *pg;
+	int ret;
+
+	obj->nops_pending = false;
+	ret = ftrace_arch_code_modify_prepare();
+	for (pg = obj->pages; !ret && pg; pg = pg->next) {
+		for (int k = 0; k < pg->index; k++) {
+			struct dyn_ftrace *rec = &pg->records[k];
+
+			if (rec->flags & FTRACE_FL_DISABLED)
+				continue;
+			ret = ftrace_init_nop(rec);
+			if (ret == -EINVAL) {
+				/*
+				 * Not a compiler NOP: a corrupt table entry or a site
+				 * someone else patched before we looked.  The kernel
+				 * trusts its own build and calls ftrace_bug(); an
+				 * object's table is input here, so the record is
+				 * disabled and its bytes are left alone.
+				 */
+				pr_warn("usft: %s: site %#lx (%s) is not a patchable NOP; disabled\n",
+					obj->path, rec->ip, pg->names[k][0] ? pg->names[k] : "?");
+				rec->flags |= FTRACE_FL_DISABLED;
+				ret = 0;
+				continue;
+			}
+			if (ret) {
+				ftrace_bug_type = FTRACE_BUG_INIT;
+				ftrace_bug(ret, rec);
+				break;
+			}
+		}
+	}
+	if (!ret)
+		ret = ftrace_arch_code_modify_post_process();
+	else
+		ftrace_arch_code_modify_post_process();
+	if (ret && !ftrace_disabled) {
+		ftrace_bug_type = FTRACE_BUG_INIT;
+		ftrace_bug(ret, obj->pages ? &obj->pages->records[0] : NULL);
+	}
+	return ret;
+}
+
+int ftrace_convert_pending_nops(void)
+{
+	int ret = 0;
+
+	for (struct usft_object *obj = usft_objects; obj && !ret; obj = obj->next)
+		if (obj->nops_pending)
+			ret = ftrace_convert_nops(obj);
+	return ret;
+}
+
 static int ftrace_process_locs(struct usft_object *obj)
 {
 	unsigned long *ips = NULL, nr = 0, cap = 0, i, nr_nosym = 0;
 	struct ftrace_page *pg, *tail;
-	int ret = 0;
 
 	for (unsigned int r = 0; r < obj->elf.nr_pfe; r++) {
 		unsigned long start = obj->elf.pfe[r].addr + (obj->elf.is_dyn ? obj->bias : 0);
@@ -502,46 +559,19 @@ static int ftrace_process_locs(struct usft_object *obj)
 	obj->nr_recs = nr;
 	free(ips);
 
-	/* Convert the compiler's NOPs to the canonical disabled form. */
-	ret = ftrace_arch_code_modify_prepare();
-	for (pg = obj->pages; !ret && pg; pg = pg->next) {
-		for (int k = 0; k < pg->index; k++) {
-			struct dyn_ftrace *rec = &pg->records[k];
-
-			if (rec->flags & FTRACE_FL_DISABLED)
-				continue;
-			ret = ftrace_init_nop(rec);
-			if (ret == -EINVAL) {
-				/*
-				 * Not a compiler NOP: a corrupt table entry or a site
-				 * someone else patched before we looked.  The kernel
-				 * trusts its own build and calls ftrace_bug(); an
-				 * object's table is input here, so the record is
-				 * disabled and its bytes are left alone.
-				 */
-				pr_warn("usft: %s: site %#lx (%s) is not a patchable NOP; disabled\n",
-					obj->path, rec->ip, pg->names[k][0] ? pg->names[k] : "?");
-				rec->flags |= FTRACE_FL_DISABLED;
-				ret = 0;
-				continue;
-			}
-			if (ret) {
-				ftrace_bug_type = FTRACE_BUG_INIT;
-				ftrace_bug(ret, rec);
-				break;
-			}
-		}
+	/*
+	 * A W^X policy: the compiler's NOPs stay as compiled until text can
+	 * be written (ftrace_convert_pending_nops(), from ftrace_text_check());
+	 * meanwhile every call that would patch gets -EPERM.  The runtime
+	 * stays alive and the records can be listed and filtered.
+	 */
+	if (obj->pages && obj->pages->index && usft_text_writable(obj->pages->records[0].ip)) {
+		obj->nops_pending = true;
+		return 0;
 	}
-	if (!ret)
-		ret = ftrace_arch_code_modify_post_process();
-	else
-		ftrace_arch_code_modify_post_process();
-	if (ret && !ftrace_disabled) {
-		ftrace_bug_type = FTRACE_BUG_INIT;
-		ftrace_bug(ret, obj->pages ? &obj->pages->records[0] : NULL);
-	}
-	return ret;
+	return ftrace_convert_nops(obj);
 }
+
 
 static void link_object_pages(struct usft_object *obj)
 {

@@ -106,6 +106,38 @@ int usft_text_open(unsigned long addr, size_t len)
 }
 
 /*
+ * A W^X policy (SELinux execmem/execmod, PaX MPROTECT, a seccomp filter
+ * that refuses mprotect() with PROT_WRITE|PROT_EXEC) refuses what every
+ * batch starts with: opening a text page writable while it stays
+ * executable.  Asked before anything is changed, so that the call can
+ * return -EPERM with the records, the counters and the text as they were,
+ * instead of failing inside the batch (ftrace_bug(): the kill switch).
+ */
+int usft_text_writable(unsigned long ip)
+{
+	static int said;
+	int err;
+
+	if (nr_open)
+		return 0;	/* inside a batch: its pages are open already */
+	if (!usft_text_open(ip, 1))
+		return usft_text_close_all();
+	err = errno;
+	usft_text_close_all();
+	if (err != EACCES && err != EPERM)
+		return 0;	/* not a policy (ENOMEM, ...): the batch says what fails */
+	usft_count(nr_wx_refused);
+	if (!__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
+		pr_err("usft: the system refuses to make text writable while it is executable "
+		       "(mprotect(PROT_WRITE|PROT_EXEC): %s): a W^X policy such as SELinux "
+		       "execmem/execmod, PaX MPROTECT or a seccomp filter; nothing is patched "
+		       "and every call that would patch returns EPERM. Allow W+X mappings for "
+		       "this program (e.g. setsebool allow_execmem/allow_execmod, or let the "
+		       "seccomp filter pass mprotect with PROT_WRITE|PROT_EXEC)\n", strerror(err));
+	return -EPERM;
+}
+
+/*
  * Restoring a page's protection must not fail silently: a page left
  * writable and executable is exactly what usft promises never to leave.
  * Retry (the failures seen are transient, e.g. ENOMEM splitting a VMA),

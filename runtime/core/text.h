@@ -25,6 +25,12 @@ void usft_debug_step(void);
 /* Make [addr, addr+len) writable (RWX: other threads keep executing it)
  * until usft_text_close_all().  Return: 0 or -EPERM. */
 int usft_text_open(unsigned long addr, size_t len);
+/*
+ * usft_text_writable() - may text be opened now (the page of @ip, opened
+ * and closed again)?  Asked before a call changes anything.  Return: 0, or
+ * -EPERM (a W^X policy refuses it, said once with the cause and the fix).
+ */
+int usft_text_writable(unsigned long ip);
 /* Restore every page opened since the last close. Return: 0 or -EPERM. */
 int usft_text_close_all(void);
 /* The protection a page has outside batches. */
