@@ -181,8 +181,8 @@ USFT_API bool tracer_tracing_is_on(struct trace_array *tr);
  * @is_on, @set_on: @tr's tracing_on (NULL: top level); both or neither
  * @dump_stack: the stacktrace command: record the caller's stack at @ip in
  *	@tr's buffer (kernel __trace_stack()), leaving out @skip frames of
- *	the runtime's own; NULL: the stacktrace command only counts
- *	(usft_stat() "probe_stacktraces")
+ *	the runtime's own; NULL: the stacktrace command records nothing
+ *	(a counted one still uses up its count)
  */
 struct usft_trace_array_ops {
 	size_t sz;
