@@ -254,21 +254,27 @@ static bool ftrace_match(const char *str, const struct func_glob *g)
 }
 
 /* object "module" name: basename up to the first '.' ("libfoo" for libfoo.so.1) */
-static bool match_module(const struct usft_object *obj, const struct func_glob *mg)
+const char *ftrace_object_modname(const struct usft_object *obj, char *name, size_t len)
 {
 	const char *base = strrchr(obj->path, '/');
-	char name[256];
 	size_t n;
 
 	base = base ? base + 1 : obj->path;
 	if (!strcmp(obj->path, "/proc/self/exe"))
 		base = "main";
 	n = strcspn(base, ".");
-	if (n >= sizeof(name))
-		n = sizeof(name) - 1;
+	if (n >= len)
+		n = len - 1;
 	memcpy(name, base, n);
 	name[n] = 0;
-	return ftrace_match(name, mg) != mg->not;
+	return name;
+}
+
+static bool match_module(const struct usft_object *obj, const struct func_glob *mg)
+{
+	char name[256];
+
+	return ftrace_match(ftrace_object_modname(obj, name, sizeof(name)), mg) != mg->not;
 }
 
 /*

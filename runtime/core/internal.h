@@ -165,6 +165,8 @@ int ftrace_records_init(void);
 /* Re-scan loaded objects (dlopen/dlclose); caller holds ftrace_lock. */
 int ftrace_records_sync(void);
 void ftrace_release_object(struct usft_object *obj);
+/* the object's "module" name for :mod: and tracefs ("main" for the executable) */
+const char *ftrace_object_modname(const struct usft_object *obj, char *name, size_t len);
 unsigned long ftrace_nr_records(void);
 int ftrace_site_state(unsigned long ip);
 /*

@@ -81,6 +81,26 @@ USFT_API void usft_print_stat(FILE *out);
  */
 USFT_API unsigned long usft_print_enabled_functions(FILE *out);
 
+/** usft_print_touched_functions() - the same for every site ever changed (tracefs touched_functions). */
+USFT_API unsigned long usft_print_touched_functions(FILE *out);
+
+/**
+ * usft_print_available_functions() - every site, one a line, as the
+ * kernel's available_filter_functions: "name", or "name [module]" for a
+ * shared object ("libfoo" for libfoo.so.1); with @addrs the site address
+ * first, in hex (available_filter_functions_addrs).  Line N is the function
+ * a filter write of the number N selects.  Return: the number of lines.
+ */
+USFT_API unsigned long usft_print_available_functions(FILE *out, int addrs);
+
+/**
+ * usft_print_ops_hash() - the functions in @ops' filter hash (@which 0)
+ * or notrace hash, one a line in address order (reading set_ftrace_filter /
+ * set_ftrace_notrace).  Return: the number of lines.
+ */
+struct ftrace_ops;
+USFT_API unsigned long usft_print_ops_hash(FILE *out, struct ftrace_ops *ops, int which);
+
 /** usft_version() - "MAJOR.MINOR.PATCH" */
 USFT_API const char *usft_version(void);
 
