@@ -38,6 +38,7 @@
 #include <usft/usft.h>
 #include <usft/version.h>
 #include "control.h"
+#include "trace_array.h"
 #include "tracer.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -288,7 +289,7 @@ static void print_hello(FILE *f)
 }
 
 /* Return: 0 or -errno; the text in *@buf (malloc'd) */
-static int read_file(const char *name, char **buf, size_t *len)
+static int read_file(const char *name, char **buf, size_t *len, char *why, size_t wlen)
 {
 	struct ctl_conf *c = &C.conf;
 	FILE *f = open_memstream(buf, len);
@@ -296,7 +297,9 @@ static int read_file(const char *name, char **buf, size_t *len)
 
 	if (!f)
 		return -ENOMEM;
-	if (!strcmp(name, "current_tracer"))
+	if (!strncmp(name, "tracefs/", 8))
+		ret = usft_tracefs_read(name + 8, f, why, wlen);
+	else if (!strcmp(name, "current_tracer"))
 		fprintf(f, "%s\n", usft_tracer_active() ? usft_tracer_name() : c->tracer);
 	else if (!strcmp(name, "set_ftrace_filter"))
 		fprintf(f, "%s\n", c->filter ? c->filter : "");
@@ -323,6 +326,40 @@ static int read_file(const char *name, char **buf, size_t *len)
 		print_hello(f);
 	else
 		ret = -ENOENT;
+	if (fclose(f))
+		ret = ret ? ret : -ENOMEM;
+	return ret;
+}
+
+/* the tracefs requests other than READ and WRITE (control.h) */
+static int tracefs_op(int op, char *text, char **buf, size_t *len, char *why, size_t wlen)
+{
+	FILE *f;
+	char *nl, *end;
+	unsigned long max;
+	int ret;
+
+	if (op == USFT_CTL_MKDIR)
+		return usft_tracefs_mkdir(text, why, wlen);
+	if (op == USFT_CTL_RMDIR)
+		return usft_tracefs_rmdir(text, why, wlen);
+	if (strncmp(text, "tracefs/", 8)) {
+		snprintf(why, wlen, "PIPE and TRUNC take tracefs/NAME");
+		return -EINVAL;
+	}
+	if (op == USFT_CTL_TRUNC)
+		return usft_tracefs_trunc(text + 8, why, wlen);
+	nl = strchr(text, '\n');
+	max = nl ? strtoul(nl + 1, &end, 10) : 0;
+	if (!nl || *end || !max) {
+		snprintf(why, wlen, "PIPE takes tracefs/NAME\\nMAX");
+		return -EINVAL;
+	}
+	*nl = 0;
+	f = open_memstream(buf, len);
+	if (!f)
+		return -ENOMEM;
+	ret = usft_tracefs_pipe(text + 8, max > (1UL << 20) ? 1UL << 20 : max, f, why, wlen);
 	if (fclose(f))
 		ret = ret ? ret : -ENOMEM;
 	return ret;
@@ -411,26 +448,38 @@ static bool handle(int fd, char *pkt, ssize_t n, size_t cap)
 	}
 	switch (h.op) {
 	case USFT_CTL_HELLO:
-		ret = read_file("status", &buf, &len);
+		ret = read_file("status", &buf, &len, why, sizeof(why));
 		break;
 	case USFT_CTL_READ:
-		ret = read_file(text, &buf, &len);
-		if (ret == -ENOENT)
+		ret = read_file(text, &buf, &len, why, sizeof(why));
+		if (ret == -ENOENT && !why[0])
 			snprintf(why, sizeof(why), "no file '%s'", text);
 		break;
-	case USFT_CTL_WRITE: {
+	case USFT_CTL_WRITE:
+	case USFT_CTL_APPEND: {
 		char *nl = strchr(text, '\n');
 
-		if (!nl) {
+		if (!nl || (h.op == USFT_CTL_APPEND && strncmp(text, "tracefs/", 8))) {
 			ret = -EINVAL;
-			snprintf(why, sizeof(why), "WRITE takes NAME\\nVALUE");
+			snprintf(why, sizeof(why), "WRITE takes NAME\\nVALUE, APPEND tracefs/NAME\\nVALUE");
 			break;
 		}
 		*nl = 0;
+		if (!strncmp(text, "tracefs/", 8)) {
+			ret = usft_tracefs_write(text + 8, nl + 1, strlen(nl + 1),
+						 h.op == USFT_CTL_APPEND, why, sizeof(why));
+			break;
+		}
 		nl[1 + strcspn(nl + 1, "\n")] = 0;	/* `echo VALUE` style: one line */
 		ret = write_file(text, nl + 1, why, sizeof(why));
 		break;
 	}
+	case USFT_CTL_PIPE:
+	case USFT_CTL_TRUNC:
+	case USFT_CTL_MKDIR:
+	case USFT_CTL_RMDIR:
+		ret = tracefs_op(h.op, text, &buf, &len, why, sizeof(why));
+		break;
 	case USFT_CTL_START:
 		if (*text && strcmp(text, "detach_on_close")) {
 			ret = -EINVAL;

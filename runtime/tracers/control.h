@@ -51,6 +51,20 @@ enum usft_ctl_op {
 	USFT_CTL_STOP = 5,
 	/* STOP if recording, then the server goes: socket removed, thread gone */
 	USFT_CTL_DETACH = 6,
+	/*
+	 * The tracefs (`usft mount`, tracers/trace_array.c, docs/tracefs.md):
+	 * READ and WRITE of "tracefs/PATH" (WRITE takes every line of VALUE
+	 * and replaces, as a write after an O_TRUNC open), and:
+	 */
+	/* text: "tracefs/PATH\nVALUE" -> nothing: a write that adds (O_APPEND, or a later write) */
+	USFT_CTL_APPEND = 7,
+	/* text: "tracefs/PATH\nMAX" -> at most MAX bytes consumed from PATH's trace_pipe, maybe none */
+	USFT_CTL_PIPE = 8,
+	/* text: "NAME" -> nothing: mkdir / rmdir instances/NAME */
+	USFT_CTL_MKDIR = 9,
+	USFT_CTL_RMDIR = 10,
+	/* text: "tracefs/PATH" -> nothing: PATH opened with O_TRUNC (trace: cleared) */
+	USFT_CTL_TRUNC = 11,
 	USFT_CTL_NR_OPS,
 };
 

@@ -300,7 +300,7 @@ static void tbuf_thread_exit(void *p)
 }
 
 /* the rseq area's cpu_id (glibc >= 2.35 registers it for every thread) */
-static const volatile unsigned int *tbuf_cpu_ptr(void)
+const volatile unsigned int *usft_tbuf_cpu_ptr(void)
 {
 #if defined(RSEQ_SIG)
 	if (__rseq_size >= 8) {
@@ -350,7 +350,7 @@ struct usft_tbuf *usft_tbuf_claim(void)
 		b->task = -1;
 		b->comm_valid = 0;
 		b->tid = usft_gettid();
-		b->cpu = tbuf_cpu_ptr();
+		b->cpu = usft_tbuf_cpu_ptr();
 		/* the profile table was cleared when the slot was last released */
 		__atomic_store_n(&b->state, TBUF_LIVE, __ATOMIC_RELEASE);
 		usft_tbuf_self = b;
@@ -523,7 +523,7 @@ void usft_tbuf_atfork_child(void)
 		self->task = -1;
 		self->comm_valid = 0;
 		self->tid = usft_gettid();
-		self->cpu = tbuf_cpu_ptr();
+		self->cpu = usft_tbuf_cpu_ptr();
 		if (self->prof)
 			memset(self->prof, 0, (self->prof_mask + 1) * sizeof(*self->prof));
 	} else {

@@ -1,0 +1,1606 @@
+// SPDX-License-Identifier: MIT
+/*
+ * tracers/trace_array.c - the tracefs of a traced process, served through
+ * the control channel to `usft mount` (docs/tracefs.md).
+ *
+ * A trace array (kernel kernel/trace/trace.h: struct trace_array) is the
+ * top-level tracefs directory or one instances/NAME: its own ftrace_ops
+ * (the function tracer and the set_ftrace_filter/set_ftrace_notrace
+ * hashes), its own fgraph_ops (function_graph), ring buffer, tracing_on,
+ * clock, cpumask, pid lists and options.  The tracers are live as in the
+ * kernel: `echo function > current_tracer` registers the array's ops at
+ * once, a filter write while it runs updates the text in one batch.
+ *
+ * The ring (kernel ring_buffer.c, overwrite mode) is one array of 64-byte
+ * entries per trace array, shared by every thread: a producer takes a
+ * position with one atomic add and marks the entry's sequence word odd
+ * while it fills it, even (2 * position + 2) when done, so the reader (the
+ * control thread) takes only whole entries and counts what was overwritten
+ * under it as lost.  The hot path: no lock, no allocation, no syscall (one
+ * gettid() per thread lifetime, errno kept), signal-safe (a handler takes
+ * its own position).
+ *
+ * Everything here but the callbacks runs on the control thread, one request
+ * at a time (tracers/control.c), so the arrays' configuration needs no lock
+ * of its own.  What a callback reads through a pointer (pid lists, the
+ * set_graph_* sets) is replaced, never changed in place, and the old copy
+ * is freed only once the ops that could read it are unregistered.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+#include <usft/fgraph.h>
+#include <usft/ftrace.h>
+#include <usft/usft.h>
+#include "trace_array.h"
+#include "tracer.h"
+
+/* ---- the ring ------------------------------------------------------------ */
+
+enum ta_type { TA_FUNC = 1, TA_GENT, TA_GRET, TA_MARK };
+
+struct ta_ent {
+	uint64_t seq;		/* 2 * pos + 1 while written, 2 * pos + 2 when whole */
+	uint64_t ts;
+	uint32_t tid;
+	uint16_t cpu;
+	uint8_t type;
+	uint8_t depth;
+	uint64_t a, b, c, d, e;	/* FUNC: ip, parent; GENT: func; GRET: func,
+				   calltime, retval; MARK: marker number */
+};
+
+#define TA_MAX_ENTS	(1UL << 22)	/* mapped (MAP_NORESERVE) per array: 256 MiB */
+#define TA_STALE	4096		/* an entry this far behind head and still not whole is lost */
+#define TA_DEF_KB	1408		/* kernel's default buffer_size_kb */
+#define TA_MARKS	64		/* trace_marker texts kept per array */
+#define TA_MARK_LEN	1024
+#define TA_MAX_PIDS	1024
+
+struct ta_ring {
+	struct ta_ent *ents;
+	unsigned long mask;		/* entries in use - 1 */
+	unsigned long head __attribute__((aligned(64)));	/* next position */
+	unsigned long tail __attribute__((aligned(64)));	/* first not consumed */
+	unsigned long lost;		/* reader: overwritten before read */
+	unsigned long base;		/* head at the last clear: entries-written */
+};
+
+/* a sorted set of longs published to the callbacks (pids, graph functions) */
+struct ta_set {
+	struct ta_set *old;
+	size_t n;
+	unsigned long v[];
+};
+
+enum ta_tracer { TA_NOP, TA_FUNCTION, TA_GRAPH };
+enum ta_clock { CLK_LOCAL, CLK_GLOBAL, CLK_COUNTER, CLK_MONO, CLK_MONO_RAW, CLK_BOOT,
+#ifdef __x86_64__
+	CLK_TSC,
+#endif
+	CLK_NR };
+static const char *const clock_names[] = { "local", "global", "counter", "mono", "mono_raw",
+					    "boot",
+#ifdef __x86_64__
+					    "x86-tsc",
+#endif
+};
+
+/* options/ and trace_options (kernel TRACE_ITER_* and the tracers' own) */
+struct ta_opt {
+	const char *name;
+	bool def;
+	bool top_only;
+};
+static const struct ta_opt ta_opts[] = {
+	{ "print-parent", true }, { "sym-offset", false }, { "sym-addr", false },
+	{ "verbose", false }, { "raw", false }, { "hex", false }, { "bin", false },
+	{ "block", false }, { "fields", false }, { "trace_printk", true }, { "annotate", true },
+	{ "userstacktrace", false }, { "sym-userobj", false }, { "printk-msg-only", false },
+	{ "context-info", true }, { "latency-format", false }, { "record-cmd", true },
+	{ "record-tgid", false }, { "overwrite", true }, { "disable_on_free", false },
+	{ "irq-info", true }, { "markers", true }, { "event-fork", false },
+	{ "pause-on-trace", false }, { "hash-ptr", true }, { "function-trace", true },
+	{ "function-fork", false }, { "display-graph", false }, { "stacktrace", false },
+	/* the function tracer's */
+	{ "func_stack_trace", false },
+	/* function_graph's */
+	{ "funcgraph-overrun", false }, { "funcgraph-cpu", true }, { "funcgraph-overhead", true },
+	{ "funcgraph-proc", false }, { "funcgraph-duration", true }, { "funcgraph-abstime", false },
+	{ "funcgraph-irqs", true }, { "funcgraph-tail", false }, { "funcgraph-retval", false },
+	{ "funcgraph-retval-hex", false }, { "sleep-time", true, true }, { "graph-time", true, true },
+};
+#define NR_OPTS (sizeof(ta_opts) / sizeof(ta_opts[0]))
+enum {
+	OPT_PRINT_PARENT, OPT_SYM_OFFSET, OPT_SYM_ADDR, OPT_CONTEXT = 14, OPT_OVERWRITE = 18,
+	OPT_MARKERS = 21, OPT_PAUSE = 23, OPT_FUNC_STACK = 29, OPT_FG_OVERRUN, OPT_FG_CPU,
+	OPT_FG_OVERHEAD, OPT_FG_PROC, OPT_FG_DURATION, OPT_FG_ABSTIME, OPT_FG_IRQS, OPT_FG_TAIL,
+	OPT_FG_RETVAL, OPT_FG_RETVAL_HEX,
+};
+#define OPT(tr, o) (((tr)->options >> (o)) & 1)
+
+struct ta_mark {
+	unsigned long nr;
+	char text[TA_MARK_LEN];
+};
+
+struct trace_array {
+	struct trace_array *next;
+	char name[64];			/* "" for the top level */
+	int on;				/* tracing_on (callbacks read it) */
+	int clock;			/* enum ta_clock (callbacks read it) */
+	unsigned long cpumask;		/* callbacks: bit per CPU below 64 */
+	enum ta_tracer tracer;
+	unsigned long buffer_kb;	/* per CPU, as the kernel's */
+	unsigned long long options;
+	struct ta_ring ring;
+	struct ftrace_ops ops;		/* function tracer; the filter hashes live here */
+	struct fgraph_ops gops;		/* function_graph, its hashes kept equal to ops' */
+	bool func_reg, graph_reg;
+	struct ta_set *pids, *nopids;	/* set_ftrace_pid, set_ftrace_notrace_pid */
+	struct ta_set *retired;		/* replaced sets, freed once nothing can read them */
+	struct ta_ent *snap;		/* snapshot: a copy of the ring, NULL: not allocated */
+	size_t snap_n;
+	unsigned long marks_nr;
+	struct ta_mark *marks;
+	char *errlog;			/* error_log text */
+	bool ready;
+};
+
+static struct trace_array top;
+static struct trace_array *instances;
+static unsigned long ta_counter;	/* trace_clock counter */
+static int nr_cpus = 1;
+static bool atfork_done;
+
+/* top level only: max_graph_depth, set_graph_function / set_graph_notrace */
+static int graph_max_depth;
+static struct ftrace_ops graph_fn_ops, graph_notrace_ops;	/* never registered: hashes */
+static struct ta_set *graph_fn_set, *graph_nt_set;
+static __thread int graph_start __attribute__((tls_model("initial-exec")));
+static __thread int graph_nt_depth __attribute__((tls_model("initial-exec")));
+static __thread int ta_tid __attribute__((tls_model("initial-exec")));
+
+static void ta_atfork_child(void)
+{
+	ta_tid = 0;
+}
+
+static inline __attribute__((always_inline)) unsigned long long ta_now(int clock)
+{
+	struct timespec ts;
+
+	switch (clock) {
+	case CLK_COUNTER:
+		return __atomic_add_fetch(&ta_counter, 1, __ATOMIC_RELAXED);
+	case CLK_MONO:
+	case CLK_GLOBAL:
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		break;
+	case CLK_MONO_RAW:
+		clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
+		break;
+	case CLK_BOOT:
+		clock_gettime(CLOCK_BOOTTIME, &ts);
+		break;
+#ifdef __x86_64__
+	case CLK_TSC:
+		return __builtin_ia32_rdtsc();
+#endif
+	default:
+		return usft_trace_clock();
+	}
+	return (unsigned long long)ts.tv_sec * 1000000000ULL + (unsigned long long)ts.tv_nsec;
+}
+
+static inline __attribute__((always_inline)) int ta_gettid(void)
+{
+	int t = ta_tid;
+
+	if (unlikely(!t)) {
+		int saved = errno;
+
+		t = (int)syscall(SYS_gettid);
+		errno = saved;
+		ta_tid = t;
+	}
+	return t;
+}
+
+static inline __attribute__((always_inline)) bool set_has(const struct ta_set *s, unsigned long v)
+{
+	size_t lo = 0, hi = s->n;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (s->v[mid] == v)
+			return true;
+		if (s->v[mid] < v)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return false;
+}
+
+/*
+ * Whether an event of this thread goes into @tr now (tracing_on, usft's own
+ * work, cpumask, the pid lists); *@cpu set.
+ */
+static inline __attribute__((always_inline)) bool ta_wants(struct trace_array *tr, unsigned int *cpu)
+{
+	const struct ta_set *p;
+
+	if (unlikely(!__atomic_load_n(&tr->on, __ATOMIC_RELAXED)))
+		return false;
+	if (unlikely(usft_tbuf_self == USFT_TBUF_SELF))
+		return false;
+	*cpu = *usft_tbuf_cpu_ptr();
+	if (*cpu < 64 && !((__atomic_load_n(&tr->cpumask, __ATOMIC_RELAXED) >> *cpu) & 1))
+		return false;
+	p = __atomic_load_n(&tr->pids, __ATOMIC_ACQUIRE);
+	if (p && !set_has(p, (unsigned long)ta_gettid()))
+		return false;
+	p = __atomic_load_n(&tr->nopids, __ATOMIC_ACQUIRE);
+	if (p && set_has(p, (unsigned long)ta_gettid()))
+		return false;
+	return true;
+}
+
+/* reserve the next entry; Return: it, or NULL (not overwriting and full) */
+static inline __attribute__((always_inline)) struct ta_ent *
+ta_reserve(struct trace_array *tr, unsigned long *pos)
+{
+	struct ta_ring *r = &tr->ring;
+	unsigned long mask = __atomic_load_n(&r->mask, __ATOMIC_RELAXED), p;
+	struct ta_ent *e;
+
+	if (unlikely(!OPT(tr, OPT_OVERWRITE)) &&
+	    __atomic_load_n(&r->head, __ATOMIC_RELAXED) -
+	    __atomic_load_n(&r->tail, __ATOMIC_RELAXED) > mask)
+		return NULL;
+	p = __atomic_fetch_add(&r->head, 1, __ATOMIC_RELAXED);
+	e = &r->ents[p & mask];
+	__atomic_store_n(&e->seq, 2 * p + 1, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	*pos = p;
+	return e;
+}
+
+static inline __attribute__((always_inline)) void ta_commit(struct ta_ent *e, unsigned long p)
+{
+	__atomic_store_n(&e->seq, 2 * p + 2, __ATOMIC_RELEASE);
+}
+
+static inline __attribute__((always_inline)) void
+ta_emit(struct trace_array *tr, unsigned int cpu, unsigned long long ts, int type, int depth,
+	uint64_t a, uint64_t b, uint64_t c, uint64_t d)
+{
+	unsigned long p;
+	struct ta_ent *e = ta_reserve(tr, &p);
+
+	if (unlikely(!e))
+		return;
+	e->ts = ts;
+	e->tid = (uint32_t)ta_gettid();
+	e->cpu = (uint16_t)cpu;
+	e->type = (uint8_t)type;
+	e->depth = (uint8_t)(depth > 255 ? 255 : depth);
+	e->a = a;
+	e->b = b;
+	e->c = c;
+	e->d = d;
+	ta_commit(e, p);
+}
+
+/* ---- the callbacks ------------------------------------------------------------ */
+
+static void ta_function_call(unsigned long ip, unsigned long parent_ip, struct ftrace_ops *op,
+			     struct ftrace_regs *fregs)
+{
+	struct trace_array *tr = op->private;
+	unsigned int cpu;
+
+	(void)fregs;
+	if (!ta_wants(tr, &cpu))
+		return;
+	ta_emit(tr, cpu, ta_now(tr->clock), TA_FUNC, 0, ip, parent_ip, 0, 0);
+}
+
+static int ta_graph_entry(struct ftrace_graph_ent *trace, struct fgraph_ops *gops,
+			  struct ftrace_regs *fregs)
+{
+	struct trace_array *tr = gops->private;
+	int depth = trace->depth;
+	unsigned int cpu;
+	const struct ta_set *s;
+
+	(void)fregs;
+	if (tr == &top) {
+		if (graph_nt_depth)
+			return 0;	/* below a set_graph_notrace function */
+		s = __atomic_load_n(&graph_nt_set, __ATOMIC_ACQUIRE);
+		if (s && set_has(s, trace->func)) {
+			graph_nt_depth = depth + 1;
+			return 1;	/* its return ends the hole */
+		}
+		s = __atomic_load_n(&graph_fn_set, __ATOMIC_ACQUIRE);
+		if (s) {
+			if (!graph_start) {
+				if (!set_has(s, trace->func))
+					return 0;
+				graph_start = depth + 1;
+			}
+			depth -= graph_start - 1;
+		}
+		if (graph_max_depth && depth >= graph_max_depth)
+			return 0;
+	}
+	if (!ta_wants(tr, &cpu)) {
+		if (tr == &top && graph_start == trace->depth + 1)
+			graph_start = 0;
+		return 0;
+	}
+	ta_emit(tr, cpu, trace->calltime, TA_GENT, depth, trace->func, 0, 0, 0);
+	return 1;
+}
+
+static void ta_graph_return(struct ftrace_graph_ret *trace, struct fgraph_ops *gops,
+			    struct ftrace_regs *fregs)
+{
+	struct trace_array *tr = gops->private;
+	int depth = trace->depth;
+	unsigned int cpu;
+
+	(void)fregs;
+	if (tr == &top) {
+		if (graph_nt_depth) {
+			if (graph_nt_depth == depth + 1)
+				graph_nt_depth = 0;
+			return;
+		}
+		if (graph_start) {
+			int d = depth - (graph_start - 1);
+
+			if (graph_start == depth + 1)
+				graph_start = 0;
+			depth = d;
+		}
+	}
+	if (!ta_wants(tr, &cpu))
+		return;
+	ta_emit(tr, cpu, trace->rettime, TA_GRET, depth, trace->func, trace->calltime,
+		trace->retval, trace->flags);
+}
+
+/* ---- arrays -------------------------------------------------------------------- */
+
+static void ta_init_defaults(struct trace_array *tr)
+{
+	tr->on = 1;
+	tr->clock = CLK_LOCAL;
+	tr->cpumask = ~0UL;
+	tr->buffer_kb = TA_DEF_KB;
+	tr->options = 0;
+	for (unsigned int i = 0; i < NR_OPTS; i++)
+		if (ta_opts[i].def)
+			tr->options |= 1ULL << i;
+}
+
+static unsigned long ring_entries(unsigned long kb)
+{
+	unsigned long want = kb * 1024 * (unsigned long)nr_cpus / sizeof(struct ta_ent), n = 64;
+
+	while (n < want && n < TA_MAX_ENTS)
+		n <<= 1;
+	return n;
+}
+
+static int ta_setup(struct trace_array *tr, const char *name)
+{
+	long c = sysconf(_SC_NPROCESSORS_CONF);
+
+	nr_cpus = c > 0 ? (int)c : 1;
+	if (!atfork_done && !pthread_atfork(NULL, NULL, ta_atfork_child))
+		atfork_done = true;
+	snprintf(tr->name, sizeof(tr->name), "%s", name);
+	ta_init_defaults(tr);
+	tr->ring.ents = mmap(NULL, TA_MAX_ENTS * sizeof(struct ta_ent), PROT_READ | PROT_WRITE,
+			     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (tr->ring.ents == MAP_FAILED) {
+		tr->ring.ents = NULL;
+		return -ENOMEM;
+	}
+	tr->marks = calloc(TA_MARKS, sizeof(*tr->marks));
+	if (!tr->marks) {
+		munmap(tr->ring.ents, TA_MAX_ENTS * sizeof(struct ta_ent));
+		tr->ring.ents = NULL;
+		return -ENOMEM;
+	}
+	tr->ring.mask = ring_entries(tr->buffer_kb) - 1;
+	tr->ops.func = ta_function_call;
+	tr->ops.private = tr;
+	tr->gops.entryfunc = ta_graph_entry;
+	tr->gops.retfunc = ta_graph_return;
+	tr->gops.private = tr;
+	tr->ready = true;
+	return 0;
+}
+
+static struct trace_array *ta_top(void)
+{
+	if (!top.ready && ta_setup(&top, ""))
+		return NULL;
+	return &top;
+}
+
+/* the sets nothing can read any more (no ops of @tr registered) */
+static void free_retired(struct ta_set **list)
+{
+	while (*list) {
+		struct ta_set *s = *list;
+
+		*list = s->old;
+		free(s);
+	}
+}
+
+static void publish_set(struct ta_set **slot, struct ta_set *s, struct ta_set **retired)
+{
+	struct ta_set *old = *slot;
+
+	__atomic_store_n(slot, s, __ATOMIC_RELEASE);
+	if (old) {
+		old->old = *retired;
+		*retired = old;
+	}
+}
+
+static void ta_clear(struct trace_array *tr)
+{
+	unsigned long h = __atomic_load_n(&tr->ring.head, __ATOMIC_ACQUIRE);
+
+	__atomic_store_n(&tr->ring.tail, h, __ATOMIC_RELEASE);
+	tr->ring.base = h;
+	tr->ring.lost = 0;
+}
+
+static void ta_stop_tracer(struct trace_array *tr)
+{
+	if (tr->func_reg)
+		unregister_ftrace_function(&tr->ops);
+	if (tr->graph_reg)
+		unregister_ftrace_graph(&tr->gops);
+	tr->func_reg = tr->graph_reg = false;
+	tr->tracer = TA_NOP;
+	free_retired(&tr->retired);
+}
+
+static struct trace_array *ta_find(const char *name, size_t len)
+{
+	for (struct trace_array *tr = instances; tr; tr = tr->next)
+		if (strlen(tr->name) == len && !memcmp(tr->name, name, len))
+			return tr;
+	return NULL;
+}
+
+int usft_tracefs_mkdir(const char *name, char *why, size_t wlen)
+{
+	struct trace_array *tr;
+	int ret;
+
+	if (!*name || strlen(name) >= sizeof(tr->name) || strchr(name, '/') ||
+	    !strcmp(name, ".") || !strcmp(name, "..")) {
+		snprintf(why, wlen, "instance names are 1 to 63 bytes, no '/'");
+		return -EINVAL;
+	}
+	if (ta_find(name, strlen(name))) {
+		snprintf(why, wlen, "instance '%s' exists", name);
+		return -EEXIST;
+	}
+	if (!ta_top()) {
+		snprintf(why, wlen, "no memory for the top-level buffer");
+		return -ENOMEM;
+	}
+	tr = calloc(1, sizeof(*tr));
+	if (!tr)
+		return -ENOMEM;
+	ret = ta_setup(tr, name);
+	if (ret) {
+		free(tr);
+		snprintf(why, wlen, "no memory for the instance's buffer");
+		return ret;
+	}
+	tr->next = instances;
+	instances = tr;
+	return 0;
+}
+
+int usft_tracefs_rmdir(const char *name, char *why, size_t wlen)
+{
+	struct trace_array **pp, *tr;
+
+	for (pp = &instances; (tr = *pp); pp = &tr->next)
+		if (!strcmp(tr->name, name))
+			break;
+	if (!tr) {
+		snprintf(why, wlen, "no instance '%s'", name);
+		return -ENOENT;
+	}
+	ta_stop_tracer(tr);
+	ftrace_free_filter(&tr->ops);
+	ftrace_free_filter(&tr->gops.ops);
+	*pp = tr->next;
+	/* no callback of tr runs any more: its ops are unregistered */
+	munmap(tr->ring.ents, TA_MAX_ENTS * sizeof(struct ta_ent));
+	free(tr->pids);
+	free(tr->nopids);
+	free(tr->snap);
+	free(tr->marks);
+	free(tr->errlog);
+	free(tr);
+	return 0;
+}
+
+/* ---- reading the ring ----------------------------------------------------------- */
+
+/*
+ * The entry at *@pos into @out, *@pos advanced past it and past entries
+ * overwritten before they could be read (counted in ring.lost).
+ * Return: true, or false when *@pos is not written yet.
+ */
+static bool ring_get(struct ta_ring *r, unsigned long *pos, struct ta_ent *out)
+{
+	for (;;) {
+		unsigned long head = __atomic_load_n(&r->head, __ATOMIC_ACQUIRE);
+		unsigned long mask = r->mask, p = *pos, s1, s2;
+		struct ta_ent *e;
+
+		if (p >= head)
+			return false;
+		if (head - p > mask + 1) {
+			r->lost += head - p - (mask + 1);
+			p = *pos = head - (mask + 1);
+		}
+		e = &r->ents[p & mask];
+		s1 = __atomic_load_n(&e->seq, __ATOMIC_ACQUIRE);
+		if (s1 == 2 * p + 2) {
+			memcpy(out, e, sizeof(*out));
+			__atomic_thread_fence(__ATOMIC_ACQUIRE);
+			s2 = __atomic_load_n(&e->seq, __ATOMIC_RELAXED);
+			*pos = p + 1;
+			if (s2 == s1)
+				return true;
+			r->lost++;
+			continue;
+		}
+		if (s1 > 2 * p + 2 || head - p > TA_STALE) {
+			/* overwritten, or its writer never finished (a thread killed in it) */
+			r->lost++;
+			*pos = p + 1;
+			continue;
+		}
+		return false;
+	}
+}
+
+/* ---- formatting ------------------------------------------------------------------ */
+
+struct comm_cache {
+	unsigned int tid[64];
+	char comm[64][17];
+	unsigned int n;
+};
+
+static const char *comm_of(struct comm_cache *cc, unsigned int tid)
+{
+	char path[64];
+	unsigned int i;
+	ssize_t n;
+	int fd;
+
+	if (!tid)
+		return "<...>";
+	for (i = 0; i < cc->n; i++)
+		if (cc->tid[i] == tid)
+			return cc->comm[i];
+	i = cc->n < 64 ? cc->n++ : tid % 64;
+	cc->tid[i] = tid;
+	snprintf(cc->comm[i], sizeof(cc->comm[i]), "<...>");
+	snprintf(path, sizeof(path), "/proc/self/task/%u/comm", tid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		n = read(fd, cc->comm[i], 16);
+		close(fd);
+		if (n > 0) {
+			cc->comm[i][n] = 0;
+			cc->comm[i][strcspn(cc->comm[i], "\n")] = 0;
+		}
+	}
+	return cc->comm[i];
+}
+
+/* kernel %ps / %pS (sym-offset) / sym-addr */
+static void print_sym(FILE *f, struct trace_array *tr, unsigned long addr, bool site)
+{
+	unsigned long off = 0;
+	const char *name = addr ? usft_kallsyms_lookup(addr, &off) : NULL;
+
+	if (!name) {
+		fprintf(f, "0x%lx", addr);
+		return;
+	}
+	fputs(name, f);
+	if (OPT(tr, OPT_SYM_OFFSET))
+		fprintf(f, "+0x%lx", site ? 0 : off);
+	if (OPT(tr, OPT_SYM_ADDR))
+		fprintf(f, " <%016lx>", addr);
+}
+
+static void print_ts(FILE *f, struct trace_array *tr, unsigned long long ts)
+{
+	if (tr->clock == CLK_COUNTER
+#ifdef __x86_64__
+	    || tr->clock == CLK_TSC
+#endif
+	)
+		fprintf(f, "%llu", ts);
+	else
+		fprintf(f, "%5llu.%06llu", ts / 1000000000ULL, ts % 1000000000ULL / 1000);
+}
+
+static void print_context(FILE *f, struct trace_array *tr, struct comm_cache *cc,
+			  const struct ta_ent *e)
+{
+	if (!OPT(tr, OPT_CONTEXT))
+		return;
+	fprintf(f, "%16s-%-7u [%03u] %s ", comm_of(cc, e->tid), e->tid,
+		e->cpu == EV_CPU_UNKNOWN ? 0 : e->cpu, OPT(tr, 20) ? "....." : "");
+	print_ts(f, tr, e->ts);
+	fputs(": ", f);
+}
+
+static void print_mark(FILE *f, struct trace_array *tr, const struct ta_ent *e)
+{
+	const struct ta_mark *m = &tr->marks[e->a % TA_MARKS];
+
+	fprintf(f, "tracing_mark_write: %s\n", m->nr == e->a ? m->text : "<overwritten>");
+}
+
+static void print_dur(FILE *f, struct trace_array *tr, unsigned long long ns, bool have)
+{
+	char num[32];
+	int len;
+
+	if (!OPT(tr, OPT_FG_DURATION))
+		return;
+	if (!have) {
+		fputs("              |  ", f);
+		return;
+	}
+	if (OPT(tr, OPT_FG_OVERHEAD)) {
+		char c = ns > 1000000000ULL ? '$' : ns > 100000000ULL ? '@' : ns > 10000000ULL ? '*' :
+			 ns > 1000000ULL ? '#' : ns > 100000ULL ? '!' : ns > 10000ULL ? '+' : ' ';
+		fputc(c, f);
+	} else {
+		fputc(' ', f);
+	}
+	/* kernel trace_print_graph_duration(): usecs, then up to 3 decimals within 7 digits */
+	len = snprintf(num, sizeof(num), "%llu", ns / 1000);
+	if (len < 7) {
+		int dec = 7 - len < 3 ? 7 - len : 3;
+		unsigned long long rem = ns % 1000;
+
+		for (int k = dec; k < 3; k++)
+			rem /= 10;
+		len += snprintf(num + len, sizeof(num) - (size_t)len, ".%0*llu", dec, rem);
+	}
+	fprintf(f, " %s us %*s|  ", num, len < 8 ? 8 - len : 0, "");
+}
+
+/* one function_graph line; @next: the following entry of the batch, if any */
+static bool print_graph(FILE *f, struct trace_array *tr, struct comm_cache *cc,
+			const struct ta_ent *e, const struct ta_ent *next)
+{
+	bool leaf = e->type == TA_GENT && next && next->type == TA_GRET && next->tid == e->tid &&
+		    next->a == e->a && next->depth == e->depth;
+
+	if (OPT(tr, OPT_FG_ABSTIME)) {
+		print_ts(f, tr, e->ts);
+		fputs(" |  ", f);
+	}
+	if (OPT(tr, OPT_FG_CPU))
+		fprintf(f, " %*u) ", nr_cpus > 10 ? 2 : 1, e->cpu == EV_CPU_UNKNOWN ? 0 : e->cpu);
+	if (OPT(tr, OPT_FG_PROC))
+		fprintf(f, "%8.8s-%-5u | ", comm_of(cc, e->tid), e->tid);
+	if (e->type == TA_MARK) {
+		print_dur(f, tr, 0, false);
+		fprintf(f, "%*s/* ", e->depth * 2, "");
+		fprintf(f, "%s */\n", tr->marks[e->a % TA_MARKS].nr == e->a ?
+			tr->marks[e->a % TA_MARKS].text : "<overwritten>");
+		return false;
+	}
+	if (leaf) {
+		print_dur(f, tr, next->ts - next->b, true);
+		fprintf(f, "%*s", e->depth * 2, "");
+		print_sym(f, tr, e->a, true);
+		if (OPT(tr, OPT_FG_RETVAL))
+			fprintf(f, OPT(tr, OPT_FG_RETVAL_HEX) ? "(); /* = 0x%lx */\n" :
+				"(); /* = %ld */\n", (long)next->c);
+		else
+			fputs("();\n", f);
+		return true;
+	}
+	if (e->type == TA_GENT) {
+		print_dur(f, tr, 0, false);
+		fprintf(f, "%*s", e->depth * 2, "");
+		print_sym(f, tr, e->a, true);
+		fputs("() {\n", f);
+		return false;
+	}
+	print_dur(f, tr, e->ts - e->b, true);
+	fprintf(f, "%*s}", e->depth * 2, "");
+	if (OPT(tr, OPT_FG_TAIL) || OPT(tr, OPT_FG_RETVAL)) {
+		fputs(" /* ", f);
+		print_sym(f, tr, e->a, true);
+		if (OPT(tr, OPT_FG_RETVAL))
+			fprintf(f, OPT(tr, OPT_FG_RETVAL_HEX) ? " = 0x%lx" : " = %ld", (long)e->c);
+		fputs(" */", f);
+	}
+	fputc('\n', f);
+	return false;
+}
+
+/* one entry; Return: whether @next was printed with it (a graph leaf) */
+static bool print_ent(FILE *f, struct trace_array *tr, struct comm_cache *cc,
+		      const struct ta_ent *e, const struct ta_ent *next)
+{
+	if (e->type == TA_GENT || e->type == TA_GRET ||
+	    (e->type == TA_MARK && tr->tracer == TA_GRAPH))
+		return print_graph(f, tr, cc, e, next);
+	print_context(f, tr, cc, e);
+	if (e->type == TA_MARK) {
+		print_mark(f, tr, e);
+		return false;
+	}
+	print_sym(f, tr, e->a, true);
+	if (OPT(tr, OPT_PRINT_PARENT)) {
+		fputs(" <-", f);
+		print_sym(f, tr, e->b, false);
+	}
+	fputc('\n', f);
+	return false;
+}
+
+static const char *tracer_name(enum ta_tracer t)
+{
+	return t == TA_FUNCTION ? "function" : t == TA_GRAPH ? "function_graph" : "nop";
+}
+
+static void print_header(FILE *f, struct trace_array *tr, unsigned long in_buf,
+			 unsigned long written)
+{
+	fprintf(f, "# tracer: %s\n#\n", tracer_name(tr->tracer));
+	if (tr->tracer == TA_GRAPH) {
+		fprintf(f, "# CPU  DURATION                  FUNCTION CALLS\n"
+			   "# |     |   |                     |   |   |   |\n");
+		return;
+	}
+	fprintf(f, "# entries-in-buffer/entries-written: %lu/%lu   #P:%d\n#\n", in_buf, written,
+		nr_cpus);
+	fprintf(f, "#                                _-----=> irqs-off/BH-disabled\n"
+		   "#                               / _----=> need-resched\n"
+		   "#                              | / _---=> hardirq/softirq\n"
+		   "#                              || / _--=> preempt-depth\n"
+		   "#                              ||| / _-=> migrate-disable\n"
+		   "#                              |||| /     delay\n"
+		   "#           TASK-PID     CPU#  |||||  TIMESTAMP  FUNCTION\n"
+		   "#              | |         |   |||||     |         |\n");
+}
+
+/* what `trace` shows, without consuming: the entries in [tail, head) */
+static int ta_collect(struct trace_array *tr, struct ta_ent **out, size_t *n)
+{
+	struct ta_ring *r = &tr->ring;
+	unsigned long pos = __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE);
+	unsigned long head = __atomic_load_n(&r->head, __ATOMIC_ACQUIRE);
+	size_t cap = head - pos > r->mask + 1 ? r->mask + 1 : head - pos, k = 0;
+	struct ta_ent *v = malloc((cap ? cap : 1) * sizeof(*v));
+
+	if (!v)
+		return -ENOMEM;
+	while (k < cap && pos < head && ring_get(r, &pos, &v[k]))
+		k++;
+	*out = v;
+	*n = k;
+	return 0;
+}
+
+static void print_ents(FILE *f, struct trace_array *tr, const struct ta_ent *v, size_t n)
+{
+	struct comm_cache cc = { .n = 0 };
+
+	for (size_t i = 0; i < n; i++) {
+		const struct ta_ent *next = NULL;
+
+		if (v[i].type == TA_GENT)
+			for (size_t j = i + 1; j < n && j < i + 64; j++)
+				if (v[j].tid == v[i].tid) {
+					next = &v[j];
+					break;
+				}
+		if (print_ent(f, tr, &cc, &v[i], next) && next == &v[i + 1])
+			i++;
+		else if (next && next != &v[i + 1] && next->type == TA_GRET &&
+			 next->a == v[i].a && next->depth == v[i].depth) {
+			/* printed as a leaf; its return comes later in the batch: skip it there */
+			((struct ta_ent *)next)->type = 0;
+		}
+	}
+}
+
+static int read_trace(FILE *f, struct trace_array *tr)
+{
+	struct ta_ent *v;
+	size_t n;
+	int on = tr->on, ret;
+
+	if (OPT(tr, OPT_PAUSE))
+		__atomic_store_n(&tr->on, 0, __ATOMIC_RELEASE);
+	ret = ta_collect(tr, &v, &n);
+	if (OPT(tr, OPT_PAUSE))
+		__atomic_store_n(&tr->on, on, __ATOMIC_RELEASE);
+	if (ret)
+		return ret;
+	print_header(f, tr, n, tr->ring.head - tr->ring.base);
+	print_ents(f, tr, v, n);
+	free(v);
+	return 0;
+}
+
+/* ---- files ---------------------------------------------------------------------- */
+
+/* "instances/NAME/rest" -> NAME's array and "rest"; else the top level */
+static struct trace_array *resolve(const char *path, const char **file)
+{
+	if (!strncmp(path, "instances/", 10)) {
+		const char *n = path + 10, *sl = strchr(n, '/');
+		struct trace_array *tr;
+
+		if (!sl)
+			return NULL;
+		tr = ta_find(n, (size_t)(sl - n));
+		*file = sl + 1;
+		return tr;
+	}
+	*file = path;
+	return ta_top();
+}
+
+/* the value of a one-number file: trailing whitespace stripped */
+static int parse_ulong(const char *v, size_t len, int base, unsigned long *out)
+{
+	char buf[64], *end;
+
+	while (len && (v[len - 1] == '\n' || v[len - 1] == ' ' || v[len - 1] == '\t'))
+		len--;
+	while (len && (*v == ' ' || *v == '\t')) {
+		v++;
+		len--;
+	}
+	if (!len || len >= sizeof(buf))
+		return -EINVAL;
+	memcpy(buf, v, len);
+	buf[len] = 0;
+	errno = 0;
+	*out = strtoul(buf, &end, base);
+	if (*end || errno || buf[0] == '-')
+		return -EINVAL;
+	return 0;
+}
+
+/* the first word of @v (trailing newline gone) into @buf */
+static int parse_word(const char *v, size_t len, char *buf, size_t blen)
+{
+	while (len && (v[len - 1] == '\n' || v[len - 1] == ' ' || v[len - 1] == '\t'))
+		len--;
+	while (len && (*v == ' ' || *v == '\t')) {
+		v++;
+		len--;
+	}
+	if (len >= blen)
+		return -EINVAL;
+	memcpy(buf, v, len);
+	buf[len] = 0;
+	return 0;
+}
+
+static bool only_space(const char *v, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		if (v[i] != ' ' && v[i] != '\t' && v[i] != '\n')
+			return false;
+	return true;
+}
+
+static int set_tracer(struct trace_array *tr, const char *name, char *why, size_t wlen)
+{
+	enum ta_tracer t;
+	int ret = 0;
+
+	if (!strcmp(name, "nop"))
+		t = TA_NOP;
+	else if (!strcmp(name, "function"))
+		t = TA_FUNCTION;
+	else if (!strcmp(name, "function_graph"))
+		t = TA_GRAPH;
+	else {
+		snprintf(why, wlen, "no tracer '%s' (cat available_tracers)", name);
+		return -EINVAL;
+	}
+	if (t == tr->tracer)
+		return 0;
+	ta_stop_tracer(tr);
+	if (t == TA_FUNCTION) {
+		ret = register_ftrace_function(&tr->ops);
+		tr->func_reg = !ret;
+	} else if (t == TA_GRAPH) {
+		ret = register_ftrace_graph(&tr->gops);
+		tr->graph_reg = !ret;
+	}
+	if (ret) {
+		snprintf(why, wlen, "%s not started: %s", name, strerror(-ret));
+		return ret;
+	}
+	/* the kernel's tracing_set_tracer() starts the new tracer on an empty buffer */
+	ta_clear(tr);
+	tr->tracer = t;
+	return 0;
+}
+
+/* set_ftrace_filter / set_ftrace_notrace: the kernel's syntax, one transaction */
+static int write_filter(struct trace_array *tr, bool nt, const char *v, size_t len,
+			bool append, char *why, size_t wlen)
+{
+	int (*set)(struct ftrace_ops *, unsigned char *, int, int) =
+		nt ? ftrace_set_notrace : ftrace_set_filter;
+	char *copy;
+	int ret;
+
+	if (only_space(v, len)) {
+		if (append)
+			return 0;
+		ret = set(&tr->ops, NULL, 0, 1);
+		if (!ret)
+			set(&tr->gops.ops, NULL, 0, 1);
+		return ret;
+	}
+	copy = strndup(v, len);
+	if (!copy)
+		return -ENOMEM;
+	ret = set(&tr->ops, (unsigned char *)copy, -1, !append);
+	if (ret) {
+		snprintf(why, wlen, ret == -EINVAL ? "'%.200s' matches no function (see "
+			 "available_filter_functions)" : "%.200s: %s", copy, strerror(-ret));
+	} else {
+		/* the graph ops takes the same text: the same result */
+		set(&tr->gops.ops, (unsigned char *)copy, -1, !append);
+	}
+	free(copy);
+	return ret;
+}
+
+static int cmp_ulong(const void *a, const void *b)
+{
+	unsigned long x = *(const unsigned long *)a, y = *(const unsigned long *)b;
+
+	return (x > y) - (x < y);
+}
+
+static struct ta_set *set_make(const unsigned long *v, size_t n)
+{
+	struct ta_set *s = malloc(sizeof(*s) + (n ? n : 1) * sizeof(unsigned long));
+
+	if (!s)
+		return NULL;
+	s->old = NULL;
+	s->n = n;
+	memcpy(s->v, v, n * sizeof(*v));
+	qsort(s->v, n, sizeof(*v), cmp_ulong);
+	return s;
+}
+
+/* set_ftrace_pid / set_ftrace_notrace_pid (kernel trace_pid_write()) */
+static int write_pids(struct trace_array *tr, struct ta_set **slot, const char *v, size_t len,
+		      bool append, char *why, size_t wlen)
+{
+	unsigned long pids[TA_MAX_PIDS];
+	size_t n = 0;
+	char *copy = strndup(v, len), *save = NULL;
+	struct ta_set *s = NULL;
+
+	if (!copy)
+		return -ENOMEM;
+	if (append && *slot) {
+		n = (*slot)->n;
+		memcpy(pids, (*slot)->v, n * sizeof(pids[0]));
+	}
+	for (char *t = strtok_r(copy, " \t\n", &save); t; t = strtok_r(NULL, " \t\n", &save)) {
+		char *end;
+		unsigned long p = strtoul(t, &end, 10);
+
+		if (*end || !p || p > 4194304 || t[0] == '-') {
+			snprintf(why, wlen, "'%.40s' is not a pid", t);
+			free(copy);
+			return -EINVAL;
+		}
+		if (n == TA_MAX_PIDS) {
+			snprintf(why, wlen, "at most %d pids", TA_MAX_PIDS);
+			free(copy);
+			return -ENOSPC;
+		}
+		pids[n++] = p;
+	}
+	free(copy);
+	if (n && !(s = set_make(pids, n)))
+		return -ENOMEM;
+	publish_set(slot, s, &tr->retired);
+	return 0;
+}
+
+static void print_pids(FILE *f, const struct ta_set *s)
+{
+	if (!s || !s->n) {
+		fputs("no pid\n", f);
+		return;
+	}
+	for (size_t i = 0; i < s->n; i++)
+		if (!i || s->v[i] != s->v[i - 1])
+			fprintf(f, "%lu\n", s->v[i]);
+}
+
+/* set_graph_function / set_graph_notrace: a never-registered ops holds the hash */
+static int write_graph_set(struct ftrace_ops *hops, struct ta_set **slot, const char *v,
+			   size_t len, bool append, char *why, size_t wlen)
+{
+	unsigned long *ips;
+	struct ta_set *s = NULL;
+	char *copy;
+	int ret, n;
+
+	if (only_space(v, len)) {
+		if (!append) {
+			ftrace_set_filter(hops, NULL, 0, 1);
+			publish_set(slot, NULL, &top.retired);
+		}
+		return 0;
+	}
+	copy = strndup(v, len);
+	if (!copy)
+		return -ENOMEM;
+	ret = ftrace_set_filter(hops, (unsigned char *)copy, -1, !append);
+	if (ret) {
+		snprintf(why, wlen, "'%.200s' matches no function", copy);
+		free(copy);
+		return ret;
+	}
+	free(copy);
+	/* the hash's sites as a sorted array for the callbacks */
+	ips = malloc(65536 * sizeof(*ips));
+	if (!ips)
+		return -ENOMEM;
+	{
+		char *names = NULL;
+		size_t nl = 0;
+		FILE *m = open_memstream(&names, &nl);
+
+		n = 0;
+		if (m) {
+			usft_print_ops_hash(m, hops, 0);
+			fclose(m);
+			for (char *save = NULL, *t = strtok_r(names, "\n", &save); t && n < 65536;
+			     t = strtok_r(NULL, "\n", &save)) {
+				int k;
+
+				t[strcspn(t, " ")] = 0;
+				k = usft_match_sites(t, -1, ips + n, (size_t)(65536 - n));
+				if (k > 0)
+					n += k;
+			}
+			free(names);
+		}
+	}
+	if (n > 0)
+		s = set_make(ips, (size_t)n);
+	free(ips);
+	publish_set(slot, s, &top.retired);
+	return 0;
+}
+
+static void print_filter(FILE *f, struct ftrace_ops *ops, bool nt)
+{
+	if (!usft_print_ops_hash(f, ops, nt) && !nt)
+		fputs("#### all functions enabled ####\n", f);
+}
+
+static void print_opts(FILE *f, struct trace_array *tr)
+{
+	for (unsigned int i = 0; i < NR_OPTS; i++)
+		if (tr == &top || !ta_opts[i].top_only)
+			fprintf(f, "%s%s\n", OPT(tr, i) ? "" : "no", ta_opts[i].name);
+}
+
+static int find_opt(const char *name)
+{
+	for (unsigned int i = 0; i < NR_OPTS; i++)
+		if (!strcmp(ta_opts[i].name, name))
+			return (int)i;
+	return -1;
+}
+
+static int set_opt(struct trace_array *tr, const char *name, bool on, char *why, size_t wlen)
+{
+	int i = find_opt(name);
+
+	if (i < 0 || (tr != &top && ta_opts[i].top_only)) {
+		snprintf(why, wlen, "no option '%s' (cat trace_options)", name);
+		return -EINVAL;
+	}
+	if (on)
+		tr->options |= 1ULL << i;
+	else
+		tr->options &= ~(1ULL << i);
+	return 0;
+}
+
+static void print_clock(FILE *f, struct trace_array *tr)
+{
+	for (int i = 0; i < CLK_NR; i++)
+		fprintf(f, i == tr->clock ? "%s[%s]" : "%s%s", i ? " " : "", clock_names[i]);
+	fputc('\n', f);
+}
+
+static int write_marker(struct trace_array *tr, const char *v, size_t len)
+{
+	struct ta_mark *m;
+	unsigned int cpu = 0;
+	unsigned long p, nr;
+	struct ta_ent *e;
+
+	if (!tr->on || !OPT(tr, OPT_MARKERS))
+		return 0;	/* the kernel drops it too (and says the bytes were written) */
+	nr = ++tr->marks_nr;
+	m = &tr->marks[nr % TA_MARKS];
+	if (len >= TA_MARK_LEN)
+		len = TA_MARK_LEN - 1;
+	memcpy(m->text, v, len);
+	while (len && m->text[len - 1] == '\n')
+		len--;
+	m->text[len] = 0;
+	m->nr = nr;
+	e = ta_reserve(tr, &p);
+	if (!e)
+		return 0;
+	e->ts = ta_now(tr->clock);
+	e->tid = 0;
+	e->cpu = (uint16_t)cpu;
+	e->type = TA_MARK;
+	e->depth = 0;
+	e->a = nr;
+	ta_commit(e, p);
+	return 0;
+}
+
+static void print_snapshot(FILE *f, struct trace_array *tr)
+{
+	if (!tr->snap) {
+		fprintf(f, "# tracer: %s\n#\n# * Snapshot is freed *\n#\n", tracer_name(tr->tracer));
+		fputs("# Snapshot commands:\n"
+		      "# echo 0 > snapshot : Clears and frees snapshot buffer\n"
+		      "# echo 1 > snapshot : Allocates snapshot buffer, if not already allocated.\n"
+		      "#                      Takes a snapshot of the main buffer.\n"
+		      "# echo 2 > snapshot : Clears snapshot buffer (but does not allocate or free)\n"
+		      "#                      (Doesn't have to be '2' works with any number that\n"
+		      "#                       is not a '0' or '1')\n", f);
+		return;
+	}
+	print_header(f, tr, tr->snap_n, tr->snap_n);
+	fputs("# * Snapshot is allocated *\n#\n", f);
+	print_ents(f, tr, tr->snap, tr->snap_n);
+}
+
+static int write_snapshot(struct trace_array *tr, unsigned long v)
+{
+	struct ta_ent *e;
+	size_t n;
+	int ret;
+
+	if (v == 0) {
+		free(tr->snap);
+		tr->snap = NULL;
+		tr->snap_n = 0;
+		return 0;
+	}
+	if (v != 1) {
+		if (tr->snap)
+			tr->snap_n = 0;
+		return 0;
+	}
+	/* kernel: swap the buffers; here: copy the main one out and clear it */
+	ret = ta_collect(tr, &e, &n);
+	if (ret)
+		return ret;
+	free(tr->snap);
+	tr->snap = e;
+	tr->snap_n = n;
+	ta_clear(tr);
+	return 0;
+}
+
+static const char readme_text[] =
+	"tracing mini-HOWTO (usft: the tracefs of one traced process, docs/tracefs.md)\n\n"
+	"# echo 0 > tracing_on : quick way to disable tracing\n"
+	"# echo 1 > tracing_on : quick way to re-enable tracing\n\n"
+	" Important files:\n"
+	"  trace\t\t\t- The static contents of the buffer\n"
+	"\t\t\t  To clear the buffer write into this file: echo > trace\n"
+	"  trace_pipe\t\t- A consuming read to see the contents of the buffer\n"
+	"  current_tracer\t- function and latency tracers\n"
+	"  available_tracers\t- list of configured tracers for current_tracer\n"
+	"  error_log\t- error log for failed commands (that support it)\n"
+	"  buffer_size_kb\t- view and modify size of per cpu buffer\n"
+	"  buffer_total_size_kb  - view total size of all cpu buffers\n\n"
+	"  trace_clock\t\t- change the clock used to order events\n"
+	"       local:   Per cpu clock but may not be synced across CPUs\n"
+	"      global:   Synced across CPUs but slows tracing down.\n"
+	"     counter:   Not a clock, but just an increment\n"
+	"        mono:   Monotonic clock\n"
+	"    mono_raw:   Monotonic clock, no NTP adjustment\n"
+	"        boot:   Monotonic clock, counts suspend time\n"
+#ifdef __x86_64__
+	"     x86-tsc:   TSC cycle counter\n"
+#endif
+	"\n  trace_marker\t\t- Writes into this file writes into the kernel buffer\n\n"
+	"  tracing_cpumask\t- Limit which CPUs to trace\n"
+	"  instances\t\t- Make sub-buffers with: mkdir instances/foo\n"
+	"\t\t\t  Remove sub-buffer with rmdir\n"
+	"  trace_options\t\t- Set format or modify how tracing happens\n"
+	"\t\t\t  Disable an option by prefixing 'no' to the\n"
+	"\t\t\t  option name\n"
+	"  saved_cmdlines_size\t- echo command number in here to store comm-pid list\n"
+	"\n  available_filter_functions - list of functions that can be filtered on\n"
+	"  set_ftrace_filter\t- echo function name in here to only trace these\n"
+	"\t\t\t  functions\n"
+	"\t     accepts: func_full_name or glob-matching-pattern\n"
+	"\t     modules: Can select a group via module\n"
+	"\t      Format: :mod:<module-name>\n"
+	"\t     example: echo :mod:libc > set_ftrace_filter\n"
+	"\t    triggers: a command to perform when function is hit\n"
+	"\t      Format: <function>:<trigger>[:count]\n"
+	"\t     trigger: traceon, traceoff\n"
+	"\t\t      stacktrace\n"
+	"\t   The first one will disable tracing every time do_fault is hit\n"
+	"\t   The second will disable tracing at most 3 times when do_trap is hit\n"
+	"\t     To remove trigger without count:\n"
+	"\t       echo '!<function>:<trigger> > set_ftrace_filter\n"
+	"\t     To remove trigger with a count:\n"
+	"\t       echo '!<function>:<trigger>:0 > set_ftrace_filter\n"
+	"  set_ftrace_notrace\t- echo function name in here to never trace.\n"
+	"\t    accepts: func_full_name, *func_end, func_begin*, *func_middle*\n"
+	"\t    modules: Can select a group via module command :mod:\n"
+	"\t    Does not accept triggers\n"
+	"  set_ftrace_pid\t- Write pid(s) to only function trace those pids\n"
+	"\t\t    (function)\n"
+	"  set_ftrace_notrace_pid\t- Write pid(s) to not function trace those pids\n"
+	"\t\t    (function)\n"
+	"  set_graph_function\t- Trace the nested calls of a function (function_graph)\n"
+	"  set_graph_notrace\t- Do not trace the nested calls of a function (function_graph)\n"
+	"  max_graph_depth\t- Trace a limited depth of nested calls (0 is unlimited)\n"
+	"\n  snapshot\t\t- Like 'trace' but shows the content of the static\n"
+	"\t\t\t  snapshot buffer. Read the contents for more\n"
+	"\t\t\t  information\n"
+	"  function_profile_enabled - Enable per-function hit counts and times: trace_stat/function*\n"
+	"  enabled_functions\t- the functions with a callback attached, and how\n"
+	"  touched_functions\t- the functions whose call site was ever changed\n"
+	"  events/\t\t- Directory containing all trace event subsystems (none here)\n";
+
+/* the files every array has */
+static int read_array_file(struct trace_array *tr, const char *file, FILE *f)
+{
+	if (!strcmp(file, "current_tracer"))
+		fprintf(f, "%s\n", tracer_name(tr->tracer));
+	else if (!strcmp(file, "available_tracers"))
+		fputs("function_graph function nop\n", f);
+	else if (!strcmp(file, "tracing_on"))
+		fprintf(f, "%d\n", tr->on);
+	else if (!strcmp(file, "trace"))
+		return read_trace(f, tr);
+	else if (!strcmp(file, "set_ftrace_filter"))
+		print_filter(f, &tr->ops, false);
+	else if (!strcmp(file, "set_ftrace_notrace"))
+		print_filter(f, &tr->ops, true);
+	else if (!strcmp(file, "set_ftrace_pid"))
+		print_pids(f, tr->pids);
+	else if (!strcmp(file, "set_ftrace_notrace_pid"))
+		print_pids(f, tr->nopids);
+	else if (!strcmp(file, "buffer_size_kb"))
+		fprintf(f, "%lu\n", tr->buffer_kb);
+	else if (!strcmp(file, "buffer_total_size_kb"))
+		fprintf(f, "%lu\n", tr->buffer_kb * (unsigned long)nr_cpus);
+	else if (!strcmp(file, "trace_clock"))
+		print_clock(f, tr);
+	else if (!strcmp(file, "tracing_cpumask"))
+		fprintf(f, "%lx\n", tr->cpumask & (nr_cpus >= 64 ? ~0UL : (1UL << nr_cpus) - 1));
+	else if (!strcmp(file, "trace_options"))
+		print_opts(f, tr);
+	else if (!strncmp(file, "options/", 8)) {
+		int i = find_opt(file + 8);
+
+		if (i < 0 || (tr != &top && ta_opts[i].top_only))
+			return -ENOENT;
+		fprintf(f, "%d\n", (int)OPT(tr, i));
+	} else if (!strcmp(file, "snapshot"))
+		print_snapshot(f, tr);
+	else if (!strcmp(file, "error_log"))
+		fputs(tr->errlog ? tr->errlog : "", f);
+	else if (!strcmp(file, "set_event") || !strcmp(file, "available_events") ||
+		 !strcmp(file, "set_event_pid"))
+		;
+	else if (!strcmp(file, "events/enable"))
+		fputs("0\n", f);
+	else if (!strcmp(file, "trace_pipe")) {
+		/* not its text (PIPE consumes that): whether a read would find some */
+		struct ta_ent e;
+		unsigned long pos = __atomic_load_n(&tr->ring.tail, __ATOMIC_ACQUIRE);
+
+		if (ring_get(&tr->ring, &pos, &e))
+			fputs("ready\n", f);
+	} else if (!strcmp(file, "trace_marker"))
+		return -EINVAL;
+	else
+		return -ENOENT;
+	return 0;
+}
+
+static void print_instances(FILE *f)
+{
+	for (struct trace_array *tr = instances; tr; tr = tr->next)
+		fprintf(f, "%s\n", tr->name);
+}
+
+int usft_tracefs_read(const char *path, FILE *f, char *why, size_t wlen)
+{
+	const char *file;
+	struct trace_array *tr = resolve(path, &file);
+	int ret;
+
+	if (!tr) {
+		snprintf(why, wlen, "no instance in '%s'", path);
+		return -ENOENT;
+	}
+	if (tr == &top) {
+		if (!strcmp(file, "available_filter_functions"))
+			return usft_print_available_functions(f, 0), 0;
+		if (!strcmp(file, "available_filter_functions_addrs"))
+			return usft_print_available_functions(f, 1), 0;
+		if (!strcmp(file, "enabled_functions"))
+			return usft_print_enabled_functions(f), 0;
+		if (!strcmp(file, "touched_functions"))
+			return usft_print_touched_functions(f), 0;
+		if (!strcmp(file, "set_graph_function"))
+			return print_filter(f, &graph_fn_ops, false), 0;
+		if (!strcmp(file, "set_graph_notrace"))
+			return usft_print_ops_hash(f, &graph_notrace_ops, 0), 0;
+		if (!strcmp(file, "max_graph_depth"))
+			return fprintf(f, "%d\n", graph_max_depth), 0;
+		if (!strcmp(file, "README"))
+			return fputs(readme_text, f), 0;
+		if (!strcmp(file, "instances"))
+			return print_instances(f), 0;
+	}
+	ret = read_array_file(tr, file, f);
+	if (ret == -ENOENT)
+		snprintf(why, wlen, "no file '%s'", path);
+	else if (ret == -EINVAL)
+		snprintf(why, wlen, "'%s' is not readable", path);
+	return ret;
+}
+
+int usft_tracefs_trunc(const char *path, char *why, size_t wlen)
+{
+	const char *file;
+	struct trace_array *tr = resolve(path, &file);
+
+	if (!tr) {
+		snprintf(why, wlen, "no instance in '%s'", path);
+		return -ENOENT;
+	}
+	if (!strcmp(file, "trace"))
+		ta_clear(tr);
+	else if (!strcmp(file, "snapshot") && tr->snap)
+		tr->snap_n = 0;
+	return 0;
+}
+
+static int write_top_file(const char *file, const char *v, size_t len, bool append, char *why,
+			  size_t wlen)
+{
+	unsigned long n;
+
+	if (!strcmp(file, "set_graph_function"))
+		return write_graph_set(&graph_fn_ops, &graph_fn_set, v, len, append, why, wlen);
+	if (!strcmp(file, "set_graph_notrace"))
+		return write_graph_set(&graph_notrace_ops, &graph_nt_set, v, len, append, why, wlen);
+	if (!strcmp(file, "max_graph_depth")) {
+		if (parse_ulong(v, len, 10, &n) || n > 100000) {
+			snprintf(why, wlen, "max_graph_depth takes a number, 0: no limit");
+			return -EINVAL;
+		}
+		graph_max_depth = (int)n;
+		return 0;
+	}
+	return -ENOENT;
+}
+
+int usft_tracefs_write(const char *path, const char *v, size_t len, bool append, char *why,
+		       size_t wlen)
+{
+	const char *file;
+	struct trace_array *tr = resolve(path, &file);
+	char word[64];
+	unsigned long n;
+	int ret;
+
+	if (!tr) {
+		snprintf(why, wlen, "no instance in '%s'", path);
+		return -ENOENT;
+	}
+	if (tr == &top) {
+		ret = write_top_file(file, v, len, append, why, wlen);
+		if (ret != -ENOENT)
+			return ret;
+	}
+	if (!strcmp(file, "current_tracer")) {
+		if (parse_word(v, len, word, sizeof(word)) || !*word) {
+			snprintf(why, wlen, "current_tracer takes a tracer name");
+			return -EINVAL;
+		}
+		return set_tracer(tr, word, why, wlen);
+	}
+	if (!strcmp(file, "tracing_on")) {
+		if (parse_ulong(v, len, 10, &n)) {
+			snprintf(why, wlen, "tracing_on takes a number");
+			return -EINVAL;
+		}
+		__atomic_store_n(&tr->on, n ? 1 : 0, __ATOMIC_RELEASE);
+		return 0;
+	}
+	if (!strcmp(file, "trace")) {
+		ta_clear(tr);
+		return 0;
+	}
+	if (!strcmp(file, "set_ftrace_filter") || !strcmp(file, "set_ftrace_notrace"))
+		return write_filter(tr, file[8] == 'n', v, len, append, why, wlen);
+	if (!strcmp(file, "set_ftrace_pid"))
+		return write_pids(tr, &tr->pids, v, len, append, why, wlen);
+	if (!strcmp(file, "set_ftrace_notrace_pid"))
+		return write_pids(tr, &tr->nopids, v, len, append, why, wlen);
+	if (!strcmp(file, "buffer_size_kb")) {
+		unsigned long max = TA_MAX_ENTS * sizeof(struct ta_ent) / 1024 / (unsigned long)nr_cpus;
+
+		if (parse_ulong(v, len, 10, &n) || !n || n > max) {
+			snprintf(why, wlen, "buffer_size_kb takes 1..%lu", max);
+			return -EINVAL;
+		}
+		/* the kernel's resize keeps the events; here the buffer starts empty */
+		ta_clear(tr);
+		tr->buffer_kb = n;
+		__atomic_store_n(&tr->ring.mask, ring_entries(n) - 1, __ATOMIC_RELEASE);
+		ta_clear(tr);
+		return 0;
+	}
+	if (!strcmp(file, "trace_clock")) {
+		if (!parse_word(v, len, word, sizeof(word)))
+			for (int i = 0; i < CLK_NR; i++)
+				if (!strcmp(word, clock_names[i])) {
+					__atomic_store_n(&tr->clock, i, __ATOMIC_RELEASE);
+					ta_clear(tr);
+					return 0;
+				}
+		snprintf(why, wlen, "no clock '%.40s' (cat trace_clock)", word);
+		return -EINVAL;
+	}
+	if (!strcmp(file, "tracing_cpumask")) {
+		if (parse_ulong(v, len, 16, &n)) {
+			snprintf(why, wlen, "tracing_cpumask takes a hex CPU mask");
+			return -EINVAL;
+		}
+		__atomic_store_n(&tr->cpumask, n, __ATOMIC_RELEASE);
+		return 0;
+	}
+	if (!strcmp(file, "trace_options")) {
+		if (parse_word(v, len, word, sizeof(word)) || !*word) {
+			snprintf(why, wlen, "trace_options takes an option, or no<option>");
+			return -EINVAL;
+		}
+		if (!strncmp(word, "no", 2) && find_opt(word) < 0)
+			return set_opt(tr, word + 2, false, why, wlen);
+		return set_opt(tr, word, true, why, wlen);
+	}
+	if (!strncmp(file, "options/", 8)) {
+		if (parse_ulong(v, len, 10, &n) || n > 1) {
+			snprintf(why, wlen, "options take 0 or 1");
+			return -EINVAL;
+		}
+		return set_opt(tr, file + 8, n, why, wlen);
+	}
+	if (!strcmp(file, "trace_marker"))
+		return write_marker(tr, v, len);
+	if (!strcmp(file, "snapshot")) {
+		if (parse_ulong(v, len, 10, &n)) {
+			snprintf(why, wlen, "snapshot takes 0, 1 or 2");
+			return -EINVAL;
+		}
+		return write_snapshot(tr, n);
+	}
+	if (!strcmp(file, "error_log")) {
+		free(tr->errlog);
+		tr->errlog = NULL;
+		return 0;
+	}
+	if (!strcmp(file, "set_event") || !strcmp(file, "set_event_pid")) {
+		if (only_space(v, len))
+			return 0;
+		snprintf(why, wlen, "no such event: this process has no trace events");
+		return -EINVAL;
+	}
+	if (!strcmp(file, "events/enable")) {
+		if (parse_ulong(v, len, 10, &n) || n > 1) {
+			snprintf(why, wlen, "events/enable takes 0 or 1");
+			return -EINVAL;
+		}
+		return 0;
+	}
+	snprintf(why, wlen, "'%s' is not writable", path);
+	return -EACCES;
+}
+
+int usft_tracefs_pipe(const char *path, size_t max, FILE *f, char *why, size_t wlen)
+{
+	const char *file;
+	struct trace_array *tr = resolve(path, &file);
+	struct comm_cache cc = { .n = 0 };
+	struct ta_ring *r;
+	unsigned long pos;
+	long start;
+	struct ta_ent e, next;
+
+	if (!tr) {
+		snprintf(why, wlen, "no instance in '%s'", path);
+		return -ENOENT;
+	}
+	r = &tr->ring;
+	pos = __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE);
+	start = ftell(f);
+	while (ftell(f) - start + 512 < (long)max && ring_get(r, &pos, &e)) {
+		unsigned long peek = pos;
+		bool have_next = e.type == TA_GENT && ring_get(r, &peek, &next);
+
+		if (!e.type)
+			continue;
+		if (print_ent(f, tr, &cc, &e, have_next ? &next : NULL))
+			pos = peek;
+		fflush(f);
+	}
+	__atomic_store_n(&r->tail, pos, __ATOMIC_RELEASE);
+	return 0;
+}

@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tracers/trace_array.h - the tracefs side of the control channel: trace
+ * arrays (kernel struct trace_array: the top-level one and each
+ * instances/NAME), each with its own function ops, filters, ring buffer and
+ * tracer, and the files `usft mount` serves from them (docs/tracefs.md).
+ *
+ * Paths are tracefs-relative: "trace", "options/sym-offset",
+ * "instances/foo/set_ftrace_filter", "trace_stat/function0".  Every call
+ * comes from the control thread, one at a time.
+ */
+#ifndef USFT_TRACE_ARRAY_H
+#define USFT_TRACE_ARRAY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+/* reading @path: its text into @f; Return: 0 or -errno (@why said) */
+int usft_tracefs_read(const char *path, FILE *f, char *why, size_t wlen);
+/*
+ * writing @val (@len bytes) to @path; @append: the file was opened with
+ * O_APPEND or this is not the first write since it was opened with O_TRUNC
+ * (list files add instead of replacing).  Return: 0 or -errno (@why said);
+ * a refused write changes nothing.
+ */
+int usft_tracefs_write(const char *path, const char *val, size_t len, bool append,
+		       char *why, size_t wlen);
+/* O_TRUNC open of @path (trace, snapshot: clear; list files: nothing yet) */
+int usft_tracefs_trunc(const char *path, char *why, size_t wlen);
+/* trace_pipe of @path: consume at most @max bytes of formatted lines into @f */
+int usft_tracefs_pipe(const char *path, size_t max, FILE *f, char *why, size_t wlen);
+/* instances/NAME */
+int usft_tracefs_mkdir(const char *name, char *why, size_t wlen);
+int usft_tracefs_rmdir(const char *name, char *why, size_t wlen);
+
+#endif /* USFT_TRACE_ARRAY_H */
