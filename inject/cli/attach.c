@@ -239,6 +239,24 @@ static int attach(const char *cmd, pid_t pid, struct usft_target *t, bool *loade
 	return -USFT_EXIT_FAIL;
 }
 
+/* for `usft mount` (inject/tracefs): the process's control socket, attaching first if need be */
+int usft_ctl_attach(const char *cmd, pid_t pid, bool *loaded)
+{
+	struct usft_target t;
+
+	return attach(cmd, pid, &t, loaded);
+}
+
+int usft_ctl_request(int fd, int op, const char *text, char **out)
+{
+	return ctl_request(fd, op, text, out);
+}
+
+int usft_parse_pid(const char *cmd, const char *s, pid_t *pid)
+{
+	return parse_pid(cmd, s, pid);
+}
+
 static int connect_only(const char *cmd, pid_t pid)
 {
 	struct usft_target t;

@@ -102,6 +102,13 @@ static const struct {
 	  "Stop recording in process PID, put every site back as it was, end usft's threads\n"
 	  "there.  The runtime stays loaded; a later attach reuses it.\n"
 	  "Exit status: 0; 10 PID has no usft control socket, or as for attach.\n" },
+	{ "mount",
+	  "usage: usft mount [-f] PID DIR\n"
+	  "Mount the kernel's tracefs files for process PID on DIR (FUSE, fsname tracefs),\n"
+	  "attaching first if it has no usft control socket: echo function > DIR/current_tracer,\n"
+	  "cat DIR/trace_pipe, ...  Unmount with fusermount3 -u DIR; PID's exit unmounts it.\n"
+	  "  -f, --foreground         stay in the foreground (default: return once mounted)\n"
+	  "Exit status: 0; 1 the mount failed, or as for attach.\n" },
 };
 
 void usft_usage(FILE *out, const char *cmd)
@@ -120,6 +127,7 @@ void usft_usage(FILE *out, const char *cmd)
 		"  record   run a program, or attach to a running one, and record a trace\n"
 		"  attach   load usft into a running process\n"
 		"  detach   take usft out of a running process\n"
+		"  mount    mount the tracefs of a running process\n"
 		"  report   print a recorded trace (text, JSON, summary, call graph, folded, trace-cmd)\n"
 		"  info     what a trace file holds (program, options, threads, events, exit)\n"
 		"  list     list the patchable functions of a program\n"

@@ -123,6 +123,18 @@ void usft_exit_note(int pid, int status);
 void usft_exits_write(const char *trace);
 
 /* attach.c: the commands that reach a running process */
+#include <sys/types.h>
+/* a control connection to @pid, the runtime loaded first if it serves none;
+ * Return: the socket, or -(exit code) after a message */
+int usft_ctl_attach(const char *cmd, pid_t pid, bool *loaded);
+/* one request (control.h), the whole reply text in *@out (malloc'd);
+ * Return: its status, or -EPIPE/-EPROTO/-ETIMEDOUT for the connection */
+int usft_ctl_request(int fd, int op, const char *text, char **out);
+int usft_parse_pid(const char *cmd, const char *s, pid_t *pid);
+/* inject/tracefs/mount.c: `usft mount PID DIR` */
+int usft_cmd_mount(int argc, char **argv);
+/* mount the tracefs of the control connection @fd to @pid on @dir; Return: exit code */
+int usft_mount_tracefs(int fd, pid_t pid, const char *dir, bool foreground);
 struct usft_record_args {
 	const char *tracer, *filter, *notrace_list, *graph, *clock;
 	long long depth, bufkb;

@@ -384,6 +384,8 @@ int main(int argc, char **argv)
 		return usft_cmd_attach(argc - 1, argv + 1);
 	if (!strcmp(cmd, "detach"))
 		return usft_cmd_detach(argc - 1, argv + 1);
+	if (!strcmp(cmd, "mount"))
+		return usft_cmd_mount(argc - 1, argv + 1);
 	fprintf(stderr, "usft: unknown command '%s'\n", cmd);
 	usft_usage(stderr, NULL);
 	return USFT_EXIT_USAGE;

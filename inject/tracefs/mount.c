@@ -1,0 +1,786 @@
+// SPDX-License-Identifier: MIT
+/*
+ * inject/tracefs/mount.c - `usft mount PID DIR`: the kernel's tracefs for
+ * one traced process, a FUSE filesystem (libfuse3) in front of the
+ * process's control channel (runtime/tracers/control.h; the files are
+ * runtime/tracers/trace_array.c's).  docs/tracefs.md describes every file.
+ *
+ * This server keeps no tracing state: each open/read/write/release becomes
+ * a control request, so two shells writing filters are two streams of
+ * requests the process's control thread runs one at a time, each write one
+ * transaction there.  What is kept per open file is the kernel's per-open
+ * state: the text read so far (a seq_file), whether the next write replaces
+ * (O_TRUNC) or adds, and the unfinished last word of a list write (the
+ * kernel's trace_parser), sent with the next write or at close.
+ *
+ * Mounted with fsname "tracefs" (ftracetest looks for that word in
+ * /proc/mounts) and auto_unmount: when this server dies, even by SIGKILL,
+ * fusermount3 unmounts.  When the process exits (pidfd), every file answers
+ * ENODEV and the filesystem is unmounted.
+ */
+#define FUSE_USE_VERSION 35
+#include <errno.h>
+#include <fcntl.h>
+#include <fuse.h>
+#include <fuse_lowlevel.h>
+#include <limits.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+#include "cli.h"
+#include "control.h"
+
+/* ---- the files ------------------------------------------------------------ */
+
+enum {
+	F_TOP = 1,	/* only in the top level */
+	F_LIST = 2,	/* a word list: the last word of a write may continue in the next */
+	F_PIPE = 4,	/* trace_pipe: consuming, blocking, pollable */
+	F_TRUNC = 8,	/* O_TRUNC clears it at open (trace, snapshot) */
+};
+
+struct tfile {
+	const char *name;
+	mode_t mode;
+	unsigned int flags;
+};
+
+/* the kernel's modes (TRACE_MODE_READ 0444, TRACE_MODE_WRITE 0640) */
+static const struct tfile files[] = {
+	{ "README", 0444, F_TOP },
+	{ "available_tracers", 0444, 0 },
+	{ "current_tracer", 0644, 0 },
+	{ "tracing_on", 0644, 0 },
+	{ "trace", 0644, F_TRUNC },
+	{ "trace_pipe", 0440, F_PIPE },
+	{ "trace_marker", 0220, 0 },
+	{ "trace_options", 0644, 0 },
+	{ "trace_clock", 0644, 0 },
+	{ "tracing_cpumask", 0644, 0 },
+	{ "buffer_size_kb", 0644, 0 },
+	{ "buffer_total_size_kb", 0444, 0 },
+	{ "available_filter_functions", 0444, F_TOP },
+	{ "available_filter_functions_addrs", 0444, F_TOP },
+	{ "enabled_functions", 0444, F_TOP },
+	{ "touched_functions", 0444, F_TOP },
+	{ "set_ftrace_filter", 0644, F_LIST },
+	{ "set_ftrace_notrace", 0644, F_LIST },
+	{ "set_ftrace_pid", 0644, F_LIST },
+	{ "set_ftrace_notrace_pid", 0644, F_LIST },
+	{ "set_graph_function", 0644, F_TOP | F_LIST },
+	{ "set_graph_notrace", 0644, F_TOP | F_LIST },
+	{ "max_graph_depth", 0644, F_TOP },
+	{ "snapshot", 0644, F_TRUNC },
+	{ "error_log", 0644, 0 },
+	{ "set_event", 0644, F_LIST },
+	{ "set_event_pid", 0644, F_LIST },
+	{ "available_events", 0444, 0 },
+};
+#define NR_FILES (sizeof(files) / sizeof(files[0]))
+
+/* options/NAME: the runtime's trace_options list names them */
+static const char *const dirs_top[] = { "options", "events", "instances" };
+
+static struct {
+	int fd;				/* control connection */
+	pthread_mutex_t lock;		/* one request at a time on it */
+	pid_t pid;
+	volatile int dead;		/* the process is gone: ENODEV */
+	struct fuse *fuse;
+	time_t t0;
+	uid_t uid;
+	gid_t gid;
+	pthread_mutex_t poll_lock;
+	struct fuse_pollhandle *polls[64];
+	char poll_path[64][PATH_MAX];
+	bool unmounted;
+} M = {
+	.fd = -1,
+	.lock = PTHREAD_MUTEX_INITIALIZER,
+	.poll_lock = PTHREAD_MUTEX_INITIALIZER,
+};
+
+/* one request; Return: status (ENODEV once the process is gone) */
+static int req(int op, const char *text, char **out)
+{
+	int r;
+
+	*out = NULL;
+	if (M.dead)
+		return -ENODEV;
+	pthread_mutex_lock(&M.lock);
+	r = usft_ctl_request(M.fd, op, text, out);
+	pthread_mutex_unlock(&M.lock);
+	if (r == -EPIPE || r == -EPROTO || r == -ETIMEDOUT || r == -ECONNRESET) {
+		M.dead = 1;
+		free(*out);
+		*out = NULL;
+		return -ENODEV;
+	}
+	return r;
+}
+
+/* "tracefs/" + path, for a request text */
+static char *tpath(const char *path, const char *extra, size_t elen)
+{
+	size_t pl = strlen(path);
+	char *t = malloc(8 + pl + 1 + elen + 1);
+
+	if (!t)
+		return NULL;
+	memcpy(t, "tracefs/", 8);
+	memcpy(t + 8, path + 1, pl);	/* without the leading '/' */
+	if (extra) {
+		size_t n = 8 + pl - 1;
+
+		t[n] = '\n';
+		memcpy(t + n + 1, extra, elen);
+		t[n + 1 + elen] = 0;
+	}
+	return t;
+}
+
+static int read_text(const char *path, char **out)
+{
+	char *t = tpath(path, NULL, 0);
+	int r;
+
+	if (!t)
+		return -ENOMEM;
+	r = req(USFT_CTL_READ, t, out);
+	free(t);
+	return r;
+}
+
+/* is @name a line of the text file @path (instances, trace_options) */
+static bool listed(const char *path, const char *name, size_t nlen, bool strip_no)
+{
+	char *out = NULL;
+	bool found = false;
+
+	if (read_text(path, &out) || !out) {
+		free(out);
+		return false;
+	}
+	for (char *save = NULL, *l = strtok_r(out, "\n", &save); l && !found;
+	     l = strtok_r(NULL, "\n", &save)) {
+		if (strip_no && !strncmp(l, "no", 2))
+			l += 2;
+		found = strlen(l) == nlen && !memcmp(l, name, nlen);
+	}
+	free(out);
+	return found;
+}
+
+/*
+ * What @path names: 1 a directory, 2 a file (*@tf set, NULL for options/X
+ * and events/enable), 0 nothing.
+ */
+struct where {
+	bool top;		/* in the top level, not an instance */
+	char base[96];		/* "/" or "/instances/NAME/" (names are < 64 bytes) */
+	const char *rest;	/* path inside it */
+};
+
+static int lookup(const char *path, const struct tfile **tf, struct where *w)
+{
+	const char *p = path + 1;
+
+	*tf = NULL;
+	w->top = true;
+	snprintf(w->base, sizeof(w->base), "/");
+	if (!strncmp(p, "instances", 9) && (p[9] == '/' || !p[9])) {
+		const char *n = p + 10, *sl;
+		size_t nl;
+
+		if (!p[9] || !*n) {
+			w->rest = "instances";
+			return 1;
+		}
+		sl = strchr(n, '/');
+		nl = sl ? (size_t)(sl - n) : strlen(n);
+		if (nl > 63 || !listed("/instances", n, nl, false))
+			return 0;
+		w->top = false;
+		snprintf(w->base, sizeof(w->base), "/instances/%.*s/", (int)nl, n);
+		p = sl ? sl + 1 : n + nl;
+	}
+	w->rest = p;
+	if (!*p)
+		return 1;
+	if (!strcmp(p, "options") || !strcmp(p, "events") || (w->top && !strcmp(p, "trace_stat")))
+		return 1;
+	if (!strncmp(p, "options/", 8)) {
+		char lp[PATH_MAX];
+
+		snprintf(lp, sizeof(lp), "%strace_options", w->base);
+		return strchr(p + 8, '/') || !listed(lp, p + 8, strlen(p + 8), true) ? 0 : 2;
+	}
+	if (!strcmp(p, "events/enable"))
+		return 2;
+	for (size_t i = 0; i < NR_FILES; i++)
+		if (!strcmp(p, files[i].name)) {
+			if ((files[i].flags & F_TOP) && !w->top)
+				return 0;
+			*tf = &files[i];
+			return 2;
+		}
+	return 0;
+}
+
+/* ---- operations ------------------------------------------------------------ */
+
+static void *fs_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
+{
+	cfg->direct_io = 1;		/* sizes are 0, as in the kernel's tracefs */
+	cfg->entry_timeout = 0;
+	cfg->attr_timeout = 0;
+	cfg->negative_timeout = 0;
+	cfg->intr = 1;			/* ^C ends a blocking trace_pipe read */
+	if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC)
+		conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;	/* O_TRUNC reaches open() */
+	conn->max_write = USFT_CTL_MAX_TEXT - PATH_MAX - 64;
+	return NULL;
+}
+
+static int fs_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
+{
+	const struct tfile *tf;
+	struct where w;
+	int k;
+
+	(void)fi;
+	if (M.dead)
+		return -ENODEV;
+	memset(st, 0, sizeof(*st));
+	st->st_uid = M.uid;
+	st->st_gid = M.gid;
+	st->st_atime = st->st_mtime = st->st_ctime = M.t0;
+	if (!strcmp(path, "/")) {
+		st->st_mode = S_IFDIR | 0755;
+		st->st_nlink = 2;
+		return 0;
+	}
+	k = lookup(path, &tf, &w);
+	if (M.dead)
+		return -ENODEV;
+	if (!k)
+		return -ENOENT;
+	if (k == 1) {
+		st->st_mode = S_IFDIR | (!strcmp(path, "/instances") ? 0750 : 0755);
+		st->st_nlink = 2;
+		return 0;
+	}
+	st->st_mode = S_IFREG | (tf ? tf->mode : 0644);
+	st->st_nlink = 1;
+	return 0;
+}
+
+static int fs_readdir(const char *path, void *buf, fuse_fill_dir_t fill, off_t off,
+		      struct fuse_file_info *fi, enum fuse_readdir_flags fl)
+{
+	const struct tfile *tf;
+	struct where w;
+	char *out = NULL, lp[PATH_MAX];
+	int k = strcmp(path, "/") ? lookup(path, &tf, &w) : 1;
+
+	(void)off;
+	(void)fi;
+	(void)fl;
+	if (M.dead)
+		return -ENODEV;
+	if (k != 1)
+		return k ? -ENOTDIR : -ENOENT;
+	if (!strcmp(path, "/"))
+		w.top = true, w.rest = "", snprintf(w.base, sizeof(w.base), "/");
+	fill(buf, ".", NULL, 0, 0);
+	fill(buf, "..", NULL, 0, 0);
+	if (!strcmp(path, "/instances")) {
+		if (!read_text("/instances", &out) && out)
+			for (char *s = NULL, *l = strtok_r(out, "\n", &s); l; l = strtok_r(NULL, "\n", &s))
+				fill(buf, l, NULL, 0, 0);
+		free(out);
+		return 0;
+	}
+	if (!*w.rest) {
+		for (size_t i = 0; i < NR_FILES; i++)
+			if (w.top || !(files[i].flags & F_TOP))
+				fill(buf, files[i].name, NULL, 0, 0);
+		for (size_t i = 0; i < sizeof(dirs_top) / sizeof(dirs_top[0]); i++)
+			if (w.top || strcmp(dirs_top[i], "instances"))
+				fill(buf, dirs_top[i], NULL, 0, 0);
+		return 0;
+	}
+	if (!strcmp(w.rest, "events")) {
+		fill(buf, "enable", NULL, 0, 0);
+		return 0;
+	}
+	if (!strcmp(w.rest, "options")) {
+		snprintf(lp, sizeof(lp), "%strace_options", w.base);
+		if (!read_text(lp, &out) && out)
+			for (char *s = NULL, *l = strtok_r(out, "\n", &s); l; l = strtok_r(NULL, "\n", &s))
+				fill(buf, strncmp(l, "no", 2) ? l : l + 2, NULL, 0, 0);
+		free(out);
+		return 0;
+	}
+	return 0;
+}
+
+/* per open file */
+struct ofile {
+	char path[PATH_MAX];
+	unsigned int flags;	/* F_* */
+	bool replace;		/* the next write replaces (O_TRUNC, nothing written yet) */
+	bool wrote;
+	bool failed;		/* a write was refused: close changes nothing more */
+	char *data;		/* what a read shows, fetched at the first read */
+	size_t len;
+	bool fetched;
+	char *partial;		/* F_LIST: the unfinished last word */
+	size_t plen;
+};
+
+static int fs_open(const char *path, struct fuse_file_info *fi)
+{
+	const struct tfile *tf;
+	struct where w;
+	struct ofile *o;
+	int k = lookup(path, &tf, &w), acc = fi->flags & O_ACCMODE;
+	mode_t mode;
+
+	if (M.dead)
+		return -ENODEV;
+	if (k != 2)
+		return k ? -EISDIR : -ENOENT;
+	mode = tf ? tf->mode : 0644;
+	if ((acc != O_WRONLY && !(mode & 0444)) || (acc != O_RDONLY && !(mode & 0222)))
+		return -EACCES;
+	o = calloc(1, sizeof(*o));
+	if (!o)
+		return -ENOMEM;
+	snprintf(o->path, sizeof(o->path), "%s", path);
+	o->flags = tf ? tf->flags : 0;
+	o->replace = acc != O_RDONLY && (fi->flags & O_TRUNC) && !(fi->flags & O_APPEND);
+	if (acc != O_RDONLY && (fi->flags & O_TRUNC) && (o->flags & F_TRUNC)) {
+		char *t = tpath(path, NULL, 0), *out = NULL;
+		int r = t ? req(USFT_CTL_TRUNC, t, &out) : -ENOMEM;
+
+		free(t);
+		free(out);
+		if (r) {
+			free(o);
+			return r;
+		}
+	}
+	fi->fh = (uint64_t)(uintptr_t)o;
+	fi->direct_io = 1;
+	if (o->flags & F_PIPE)
+		fi->nonseekable = 1;
+	return 0;
+}
+
+static int fs_truncate(const char *path, off_t size, struct fuse_file_info *fi)
+{
+	char *t, *out = NULL;
+	int r;
+
+	(void)size;
+	(void)fi;
+	if (M.dead)
+		return -ENODEV;
+	t = tpath(path, NULL, 0);
+	r = t ? req(USFT_CTL_TRUNC, t, &out) : -ENOMEM;
+	free(t);
+	free(out);
+	return r == -ENOENT ? 0 : r;
+}
+
+/* wait for trace_pipe data: Return: the bytes, 0 never (blocks), -errno */
+static int pipe_read(struct ofile *o, char *buf, size_t size, struct fuse_file_info *fi)
+{
+	char num[32];
+
+	snprintf(num, sizeof(num), "%zu", size);
+	for (;;) {
+		char *t = tpath(o->path, num, strlen(num)), *out = NULL;
+		int r = t ? req(USFT_CTL_PIPE, t, &out) : -ENOMEM;
+		size_t n;
+
+		free(t);
+		if (r) {
+			free(out);
+			return r;
+		}
+		n = out ? strlen(out) : 0;
+		if (n) {
+			if (n > size)
+				n = size;
+			memcpy(buf, out, n);
+			free(out);
+			return (int)n;
+		}
+		free(out);
+		if (fi->flags & O_NONBLOCK)
+			return -EAGAIN;
+		if (fuse_interrupted())
+			return -EINTR;
+		usleep(10000);
+	}
+}
+
+static int fs_read(const char *path, char *buf, size_t size, off_t off,
+		   struct fuse_file_info *fi)
+{
+	struct ofile *o = (struct ofile *)(uintptr_t)fi->fh;
+
+	(void)path;
+	if (M.dead)
+		return -ENODEV;
+	if (o->flags & F_PIPE)
+		return pipe_read(o, buf, size, fi);
+	if (!o->fetched || off == 0) {
+		char *out = NULL;
+		int r = read_text(o->path, &out);
+
+		if (r) {
+			free(out);
+			return r;
+		}
+		free(o->data);
+		o->data = out;
+		o->len = out ? strlen(out) : 0;
+		o->fetched = true;
+	}
+	if ((size_t)off >= o->len)
+		return 0;
+	if (size > o->len - (size_t)off)
+		size = o->len - (size_t)off;
+	memcpy(buf, o->data + off, size);
+	return (int)size;
+}
+
+/* one write request: WRITE (replaces) or APPEND */
+static int send_write(struct ofile *o, const char *data, size_t len)
+{
+	char *t, *out = NULL;
+	int r;
+
+	if (memchr(data, 0, len))
+		return -EINVAL;	/* the channel carries text */
+	t = tpath(o->path, data, len);
+	if (!t)
+		return -ENOMEM;
+	r = req(o->replace ? USFT_CTL_WRITE : USFT_CTL_APPEND, t, &out);
+	free(t);
+	free(out);
+	if (!r) {
+		o->replace = false;
+		o->wrote = true;
+	} else {
+		o->failed = true;
+	}
+	return r;
+}
+
+static int fs_write(const char *path, const char *buf, size_t size, off_t off,
+		    struct fuse_file_info *fi)
+{
+	struct ofile *o = (struct ofile *)(uintptr_t)fi->fh;
+	size_t cut;
+	char *all;
+	int r;
+
+	(void)path;
+	(void)off;
+	if (M.dead)
+		return -ENODEV;
+	if (!(o->flags & F_LIST)) {
+		r = send_write(o, buf, size);
+		return r ? r : (int)size;
+	}
+	/* the kernel's trace_parser: a word cut by the end of this write continues in the next */
+	all = malloc(o->plen + size + 1);
+	if (!all)
+		return -ENOMEM;
+	memcpy(all, o->partial, o->plen);
+	memcpy(all + o->plen, buf, size);
+	cut = o->plen + size;
+	while (cut && !strchr(" \t\n", all[cut - 1]))
+		cut--;
+	if (!cut) {
+		free(o->partial);
+		o->partial = all;
+		o->plen += size;
+		return (int)size;
+	}
+	r = send_write(o, all, cut);
+	if (r) {
+		free(all);
+		return r;
+	}
+	free(o->partial);
+	o->plen = o->plen + size - cut;
+	o->partial = o->plen ? strndup(all + cut, o->plen) : NULL;
+	free(all);
+	return (int)size;
+}
+
+static int fs_release(const char *path, struct fuse_file_info *fi)
+{
+	struct ofile *o = (struct ofile *)(uintptr_t)fi->fh;
+
+	(void)path;
+	if (!M.dead && !o->failed) {
+		if (o->plen)
+			send_write(o, o->partial, o->plen);	/* as the kernel: at close, its error unseen */
+		else if (o->replace && (o->flags & F_LIST))
+			send_write(o, "", 0);		/* `> file` with nothing written: emptied */
+	}
+	free(o->partial);
+	free(o->data);
+	free(o);
+	return 0;
+}
+
+static int fs_mkdir(const char *path, mode_t mode)
+{
+	char *out = NULL;
+	int r;
+
+	(void)mode;
+	if (M.dead)
+		return -ENODEV;
+	if (strncmp(path, "/instances/", 11) || strchr(path + 11, '/') || !path[11])
+		return -EPERM;	/* the kernel's tracefs: only instances/ takes mkdir */
+	r = req(USFT_CTL_MKDIR, path + 11, &out);
+	free(out);
+	return r;
+}
+
+static int fs_rmdir(const char *path)
+{
+	char *out = NULL;
+	int r;
+
+	if (M.dead)
+		return -ENODEV;
+	if (strncmp(path, "/instances/", 11) || strchr(path + 11, '/') || !path[11])
+		return -EPERM;
+	r = req(USFT_CTL_RMDIR, path + 11, &out);
+	free(out);
+	return r;
+}
+
+/* trace_pipe readiness: READ of trace_pipe says "ready" */
+static bool pipe_ready(const char *path)
+{
+	char *out = NULL;
+	bool ready = !read_text(path, &out) && out && !strncmp(out, "ready", 5);
+
+	free(out);
+	return ready;
+}
+
+static int fs_poll(const char *path, struct fuse_file_info *fi, struct fuse_pollhandle *ph,
+		   unsigned *reventsp)
+{
+	struct ofile *o = (struct ofile *)(uintptr_t)fi->fh;
+
+	if (M.dead) {
+		*reventsp = POLLERR;
+		if (ph)
+			fuse_pollhandle_destroy(ph);
+		return 0;
+	}
+	if (!(o->flags & F_PIPE)) {
+		*reventsp = POLLIN | POLLOUT;
+		if (ph)
+			fuse_pollhandle_destroy(ph);
+		return 0;
+	}
+	*reventsp = pipe_ready(path) ? POLLIN : 0;
+	if (ph) {
+		pthread_mutex_lock(&M.poll_lock);
+		for (int i = 0; i < 64; i++)
+			if (!M.polls[i]) {
+				M.polls[i] = ph;
+				snprintf(M.poll_path[i], PATH_MAX, "%s", path);
+				ph = NULL;
+				break;
+			}
+		pthread_mutex_unlock(&M.poll_lock);
+		if (ph)
+			fuse_pollhandle_destroy(ph);
+	}
+	return 0;
+}
+
+static const struct fuse_operations ops = {
+	.init = fs_init,
+	.getattr = fs_getattr,
+	.readdir = fs_readdir,
+	.open = fs_open,
+	.read = fs_read,
+	.write = fs_write,
+	.release = fs_release,
+	.truncate = fs_truncate,
+	.mkdir = fs_mkdir,
+	.rmdir = fs_rmdir,
+	.poll = fs_poll,
+};
+
+/* ---- the process and the pollers ------------------------------------------------ */
+
+static void *watcher(void *arg)
+{
+	int pfd = (int)syscall(SYS_pidfd_open, M.pid, 0);
+
+	(void)arg;
+	for (;;) {
+		struct pollfd p = { pfd, POLLIN, 0 };
+		int n = pfd >= 0 ? poll(&p, 1, 20) : (usleep(20000), 0);
+
+		if (n > 0 || (pfd < 0 && kill(M.pid, 0) && errno == ESRCH))
+			M.dead = 1;
+		/* poll waiters: notify those whose pipe has data (or that the process is gone) */
+		pthread_mutex_lock(&M.poll_lock);
+		for (int i = 0; i < 64; i++) {
+			if (!M.polls[i])
+				continue;
+			if (M.dead || pipe_ready(M.poll_path[i])) {
+				fuse_notify_poll(M.polls[i]);
+				fuse_pollhandle_destroy(M.polls[i]);
+				M.polls[i] = NULL;
+			}
+		}
+		pthread_mutex_unlock(&M.poll_lock);
+		if (M.dead)
+			break;
+	}
+	if (pfd >= 0)
+		close(pfd);
+	/* the process is gone: every file said ENODEV; now take the mount away */
+	fuse_exit(M.fuse);
+	fuse_session_unmount(fuse_get_session(M.fuse));
+	M.unmounted = true;
+	return NULL;
+}
+
+int usft_mount_tracefs(int fd, pid_t pid, const char *dir, bool foreground)
+{
+	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
+	struct fuse_loop_config *lc;
+	char opts[256], *out = NULL;
+	pthread_t wt;
+	int r;
+
+	M.fd = fd;
+	M.pid = pid;
+	M.t0 = time(NULL);
+	M.uid = getuid();
+	M.gid = getgid();
+	r = usft_ctl_request(fd, USFT_CTL_READ, "tracefs/README", &out);
+	free(out);
+	if (r) {
+		fprintf(stderr, "usft mount: process %d's runtime has no tracefs (%s): it loaded an "
+			"older libusft-preload.so; restart it under this usft\n", (int)pid, strerror(-r));
+		return USFT_EXIT_FAIL;
+	}
+	snprintf(opts, sizeof(opts), "fsname=tracefs,subtype=usft,auto_unmount,"
+		 "default_permissions%s", geteuid() ? "" : ",allow_other");
+	if (fuse_opt_add_arg(&args, "usft") || fuse_opt_add_arg(&args, "-o") ||
+	    fuse_opt_add_arg(&args, opts))
+		return USFT_EXIT_FAIL;
+	M.fuse = fuse_new(&args, &ops, sizeof(ops), NULL);
+	fuse_opt_free_args(&args);
+	if (!M.fuse) {
+		fprintf(stderr, "usft mount: libfuse refused the options\n");
+		return USFT_EXIT_FAIL;
+	}
+	if (fuse_mount(M.fuse, dir)) {
+		fprintf(stderr, "usft mount: cannot mount on %s (is /dev/fuse there, is %s an empty "
+			"directory you own, is fusermount3 installed?)\n", dir, dir);
+		fuse_destroy(M.fuse);
+		return USFT_EXIT_FAIL;
+	}
+	if (fuse_daemonize(foreground)) {
+		fuse_unmount(M.fuse);
+		fuse_destroy(M.fuse);
+		return USFT_EXIT_FAIL;
+	}
+	fuse_set_signal_handlers(fuse_get_session(M.fuse));
+	pthread_create(&wt, NULL, watcher, NULL);
+	lc = fuse_loop_cfg_create();
+	fuse_loop_cfg_set_clone_fd(lc, 0);
+	fuse_loop_cfg_set_max_threads(lc, 32);
+	r = fuse_loop_mt(M.fuse, lc);
+	fuse_loop_cfg_destroy(lc);
+	fuse_remove_signal_handlers(fuse_get_session(M.fuse));
+	if (!M.dead) {
+		/* unmounted by the user: leave the process as it was before the mount */
+		char *o2 = NULL;
+
+		M.dead = 1;
+		usft_ctl_request(fd, USFT_CTL_WRITE, "tracefs/current_tracer\nnop", &o2);
+		free(o2);
+		if (!usft_ctl_request(fd, USFT_CTL_READ, "tracefs/instances", &o2) && o2)
+			for (char *s = NULL, *l = strtok_r(o2, "\n", &s); l; l = strtok_r(NULL, "\n", &s)) {
+				char *o3 = NULL;
+
+				usft_ctl_request(fd, USFT_CTL_RMDIR, l, &o3);
+				free(o3);
+			}
+		free(o2);
+		M.dead = 1;
+		pthread_cancel(wt);
+	}
+	pthread_join(wt, NULL);
+	if (!M.unmounted)
+		fuse_unmount(M.fuse);
+	fuse_destroy(M.fuse);
+	close(fd);
+	return r < 0 ? USFT_EXIT_FAIL : 0;
+}
+
+int usft_cmd_mount(int argc, char **argv)
+{
+	bool loaded, fg = false;
+	const char *dir;
+	pid_t pid;
+	int fd, r, i = 1;
+
+	if (argc > 1 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
+		usft_usage(stdout, "mount");
+		return 0;
+	}
+	if (argc > 1 && (!strcmp(argv[1], "-f") || !strcmp(argv[1], "--foreground"))) {
+		fg = true;
+		i++;
+	}
+	if (argc - i != 2)
+		return usft_usage_error("mount", "a process id and a directory expected");
+	r = usft_parse_pid("mount", argv[i], &pid);
+	if (r)
+		return r;
+	dir = argv[i + 1];
+	{
+		struct stat st;
+
+		if (stat(dir, &st) || !S_ISDIR(st.st_mode)) {
+			fprintf(stderr, "usft mount: %s is not a directory: make it first (mkdir -p %s)\n",
+				dir, dir);
+			return USFT_EXIT_USAGE;
+		}
+	}
+	fd = usft_ctl_attach("mount", pid, &loaded);
+	if (fd < 0)
+		return -fd;
+	return usft_mount_tracefs(fd, pid, dir, fg);
+}
