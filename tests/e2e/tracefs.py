@@ -1,0 +1,512 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""End-to-end tests of `usft mount PID DIR`, the tracefs of a traced process
+(docs/tracefs.md), on samples/tracee/server.c.
+
+tracefs.py CASE --usft PATH --tracees DIR --work DIR
+  files        each file's read format, write semantics (> replaces, >> adds,
+               !glob removes), the errno of each bad write, and that a refused
+               write leaves the file and the program text as they were
+  pipe         trace_pipe consumes, blocks, polls; trace_marker; O_TRUNC of trace
+  instances    mkdir/rmdir instances/NAME: own tracer, filter and buffer
+  concurrency  two writers of filters while a reader consumes trace_pipe and
+               the tracee's threads run: every state read is one a write made
+  death        the target exits: ENODEV, then unmounted; kill -9 of the
+               server: unmounted (auto_unmount), nothing left in D state
+Needs root and /dev/fuse (exit 77, skipped, otherwise).  Never asserts a time:
+waits have generous limits and only fail when a thing never happens.
+"""
+import argparse
+import errno
+import os
+import select
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+ARGS = None
+
+
+class Fail(Exception):
+    pass
+
+
+def check(cond, msg):
+    if not cond:
+        raise Fail(msg)
+
+
+def env():
+    return {k: v for k, v in os.environ.items() if not k.startswith("USFT_") and k != "LD_PRELOAD"}
+
+
+class Tracee:
+    def __init__(self, workers=2):
+        self.p = subprocess.Popen([os.path.join(ARGS.tracees, "tracee-server"), str(workers)],
+                                  env=env(), cwd=ARGS.work, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE)
+        line = self.p.stdout.readline().decode()
+        check(line.startswith("ready"), "tracee-server did not start: %r" % line)
+        self.pid = self.p.pid
+
+    def finish(self):
+        """SIGTERM; its own check of every result it computed"""
+        if self.p.poll() is None:
+            self.p.send_signal(signal.SIGTERM)
+        out, err = self.p.communicate(timeout=60)
+        check(self.p.returncode == 0, "tracee-server failed (%s): %s %s" %
+              (self.p.returncode, out.decode()[-300:], err.decode()[-300:]))
+
+    def kill(self):
+        if self.p.poll() is None:
+            self.p.kill()
+            self.p.communicate(timeout=30)
+
+
+def mounted(d):
+    with open("/proc/mounts") as f:
+        return any(line.split()[1] == d for line in f if len(line.split()) > 1)
+
+
+class Mount:
+    def __init__(self, pid, name="m"):
+        self.dir = os.path.join(ARGS.work, name)
+        if mounted(self.dir):
+            subprocess.run(["fusermount3", "-u", "-z", self.dir])
+        os.makedirs(self.dir, exist_ok=True)
+        p = subprocess.run([ARGS.usft, "mount", str(pid), self.dir], env=env(),
+                           capture_output=True, timeout=60)
+        check(p.returncode == 0, "usft mount: %d %s" % (p.returncode, p.stderr.decode()))
+        check(mounted(self.dir), "not in /proc/mounts after usft mount")
+        with open("/proc/mounts") as f:
+            line = [l for l in f if " %s " % self.dir in l][0]
+        check(line.startswith("tracefs "), "fsname is not tracefs: %s" % line)
+
+    def path(self, name):
+        return os.path.join(self.dir, name)
+
+    def read(self, name):
+        with open(self.path(name)) as f:
+            return f.read()
+
+    def write(self, name, text, append=False):
+        """one write(2) of text; Return: 0 or the errno"""
+        flags = os.O_WRONLY | (os.O_APPEND if append else os.O_TRUNC)
+        try:
+            fd = os.open(self.path(name), flags)
+        except OSError as e:
+            return e.errno
+        try:
+            os.write(fd, text.encode())
+            return 0
+        except OSError as e:
+            return e.errno
+        finally:
+            os.close(fd)
+
+    def ok(self, name, text, append=False):
+        r = self.write(name, text, append)
+        check(r == 0, "write %r to %s: %s" % (text, name, os.strerror(r)))
+
+    def bad(self, name, text, want, append=False):
+        r = self.write(name, text, append)
+        check(r == want, "write %r to %s: want %s, got %s" %
+              (text, name, errno.errorcode.get(want), errno.errorcode.get(r, r)))
+
+    def umount(self):
+        if mounted(self.dir):
+            subprocess.run(["fusermount3", "-u", "-z", self.dir])
+        wait_for(lambda: not mounted(self.dir), "unmounted after fusermount3 -u")
+
+
+def wait_for(cond, what, limit=30.0):
+    end = time.monotonic() + limit
+    while time.monotonic() < end:
+        if cond():
+            return
+        time.sleep(0.02)
+    raise Fail("never happened: " + what)
+
+
+def site_text(pid, m):
+    """the bytes at every site (available_filter_functions_addrs)"""
+    out = []
+    with open("/proc/%d/mem" % pid, "rb") as mem:
+        for line in m.read("available_filter_functions_addrs").splitlines():
+            addr = int(line.split()[0], 16)
+            mem.seek(addr)
+            out.append(mem.read(5))
+    return out
+
+
+def lines(text):
+    return [l for l in text.splitlines() if l and not l.startswith("#")]
+
+
+def func_lines(m):
+    return [l for l in lines(m.read("trace")) if "<-" in l]
+
+
+# ---- cases -------------------------------------------------------------------
+
+def case_files():
+    t = Tracee()
+    m = Mount(t.pid)
+    try:
+        # read formats
+        check(m.read("current_tracer") == "nop\n", "current_tracer starts nop")
+        check(m.read("available_tracers").split() == ["function_graph", "function", "nop"],
+              "available_tracers")
+        check(m.read("tracing_on") == "1\n", "tracing_on starts 1")
+        avail = m.read("available_filter_functions").splitlines()
+        check("mix" in avail and "checksum" in avail, "available_filter_functions names")
+        addrs = m.read("available_filter_functions_addrs").splitlines()
+        check(len(addrs) == len(avail), "one address line per function")
+        for a, n in zip(addrs, avail):
+            h, name = a.split(" ", 1)
+            int(h, 16)
+            check(name == n, "addrs line %r vs %r" % (a, n))
+        check(m.read("set_ftrace_filter") == "#### all functions enabled ####\n",
+              "empty filter reads as all functions")
+        check(m.read("set_ftrace_notrace") == "", "empty notrace reads empty")
+        check(m.read("set_ftrace_pid") == "no pid\n", "set_ftrace_pid empty")
+        check("[local]" in m.read("trace_clock"), "trace_clock marks local")
+        check(m.read("buffer_size_kb").strip().isdigit(), "buffer_size_kb a number")
+        int(m.read("tracing_cpumask"), 16)
+        check("print-parent" in m.read("trace_options").split(), "trace_options")
+        check(m.read("options/funcgraph-tail") == "0\n", "options/funcgraph-tail")
+        check(m.read("README").startswith("tracing mini-HOWTO"), "README")
+        check(m.read("trace").startswith("# tracer: nop\n"), "trace header")
+        check(m.read("enabled_functions") == "", "nothing enabled yet")
+        check(os.path.isdir(m.path("events")) and os.path.isdir(m.path("instances")),
+              "events/ and instances/")
+
+        text0 = site_text(t.pid, m)
+        # write semantics: > replaces, >> adds, !glob removes, whitespace lists
+        m.ok("set_ftrace_filter", "mix checksum\n")
+        check(m.read("set_ftrace_filter").split() == ["mix", "checksum"] or
+              sorted(m.read("set_ftrace_filter").split()) == ["checksum", "mix"], "two functions")
+        m.ok("set_ftrace_filter", "mix\n")
+        check(m.read("set_ftrace_filter").split() == ["mix"], "> replaces")
+        m.ok("set_ftrace_filter", "checksum\n", append=True)
+        check(sorted(m.read("set_ftrace_filter").split()) == ["checksum", "mix"], ">> adds")
+        m.ok("set_ftrace_filter", "!mix\n", append=True)
+        check(m.read("set_ftrace_filter").split() == ["checksum"], "!glob removes")
+        check(site_text(t.pid, m) == text0, "filter writes without a tracer change no text")
+
+        # every refused write: its errno, and nothing changed
+        before = (m.read("set_ftrace_filter"), m.read("current_tracer"), m.read("tracing_on"),
+                  m.read("buffer_size_kb"), m.read("trace_clock"), m.read("set_ftrace_pid"),
+                  m.read("options/sym-offset"), m.read("enabled_functions"))
+        m.bad("set_ftrace_filter", "no_such_function_anywhere\n", errno.EINVAL)
+        m.bad("set_ftrace_filter", "no_such_function_anywhere\n", errno.EINVAL, append=True)
+        m.bad("set_ftrace_notrace", "no_such*_either\n", errno.EINVAL)
+        m.bad("current_tracer", "blk\n", errno.EINVAL)
+        m.bad("tracing_on", "on\n", errno.EINVAL)
+        m.bad("buffer_size_kb", "0\n", errno.EINVAL)
+        m.bad("buffer_size_kb", "-5\n", errno.EINVAL)
+        m.bad("trace_clock", "jiffies\n", errno.EINVAL)
+        m.bad("set_ftrace_pid", "abc\n", errno.EINVAL)
+        m.bad("options/sym-offset", "2\n", errno.EINVAL)
+        m.bad("trace_options", "no_such_option\n", errno.EINVAL)
+        m.bad("tracing_cpumask", "xyz\n", errno.EINVAL)
+        m.bad("max_graph_depth", "deep\n", errno.EINVAL)
+        m.bad("set_event", "sched:sched_switch\n", errno.EINVAL)
+        m.bad("available_tracers", "x\n", errno.EACCES)
+        after = (m.read("set_ftrace_filter"), m.read("current_tracer"), m.read("tracing_on"),
+                 m.read("buffer_size_kb"), m.read("trace_clock"), m.read("set_ftrace_pid"),
+                 m.read("options/sym-offset"), m.read("enabled_functions"))
+        check(before == after, "a refused write changed state: %r -> %r" % (before, after))
+        check(site_text(t.pid, m) == text0, "a refused write changed program text")
+
+        # the function tracer, live filter updates
+        m.ok("current_tracer", "function\n")
+        check(m.read("current_tracer") == "function\n", "current_tracer reads back")
+        en = m.read("enabled_functions")
+        check(en.startswith("checksum (1)"), "enabled_functions: %r" % en)
+        check(m.read("touched_functions").startswith("checksum (1)"), "touched_functions")
+        wait_for(lambda: func_lines(m), "function events in trace")
+        check(all(" checksum <-" in l for l in func_lines(m)), "only checksum traced")
+        text1 = site_text(t.pid, m)
+        m.bad("set_ftrace_filter", "no_such_function_anywhere\n", errno.EINVAL)
+        check(site_text(t.pid, m) == text1, "refused write while tracing changed text")
+        check(m.read("enabled_functions") == en, "refused write while tracing changed sites")
+        m.ok("set_ftrace_filter", "mix\n")
+        m.ok("trace", "")
+        wait_for(lambda: func_lines(m), "mix events after the filter changed")
+        check(all(" mix <-checksum" in l for l in func_lines(m)), "mix <-checksum after >")
+        m.ok("options/print-parent", "0\n")
+        wait_for(lambda: func_lines(m) == [] and lines(m.read("trace")), "no parent column")
+        m.ok("options/print-parent", "1\n")
+        m.ok("tracing_on", "0\n")
+        m.ok("trace", "")
+        time.sleep(0.05)
+        check(lines(m.read("trace")) == [], "tracing_on 0 records nothing")
+        m.ok("tracing_on", "1\n")
+
+        # function_graph
+        m.ok("current_tracer", "function_graph\n")
+        m.ok("set_ftrace_filter", "checksum mix\n")
+        wait_for(lambda: any("mix();" in l for l in lines(m.read("trace"))), "graph leaf mix();")
+        g = lines(m.read("trace"))
+        check(any("checksum() {" in l for l in g), "graph: checksum() {")
+        m.ok("options/funcgraph-tail", "1\n")
+        wait_for(lambda: any("} /* checksum */" in l for l in lines(m.read("trace"))),
+                 "funcgraph-tail")
+        m.ok("current_tracer", "nop\n")
+        m.ok("set_ftrace_filter", "\n")
+        check(m.read("enabled_functions") == "", "nop: nothing enabled")
+        check(site_text(t.pid, m) == text0, "nop: text back as before")
+    finally:
+        m.umount()
+    t.finish()
+
+
+def case_pipe():
+    t = Tracee()
+    m = Mount(t.pid)
+    try:
+        m.ok("trace_marker", "test input 1\n")
+        check("tracing_mark_write: test input 1" in m.read("trace"), "marker in trace")
+        check("test input 1" in m.read("trace"), "trace does not consume")
+        fd = os.open(m.path("trace_pipe"), os.O_RDONLY | os.O_NONBLOCK)
+        data = os.read(fd, 65536).decode()
+        check("test input 1" in data, "trace_pipe gives the marker")
+        check("test input 1" not in m.read("trace"), "trace_pipe consumed it")
+        try:
+            os.read(fd, 65536)
+            raise Fail("empty non-blocking trace_pipe read did not say EAGAIN")
+        except BlockingIOError:
+            pass
+        os.close(fd)
+        # blocking read + poll: a writer wakes the reader
+        fd = os.open(m.path("trace_pipe"), os.O_RDONLY)
+        p = select.poll()
+        p.register(fd, select.POLLIN)
+        check(p.poll(0) == [], "poll: nothing yet")
+        got = []
+        th = threading.Thread(target=lambda: got.append(os.read(fd, 65536).decode()))
+        th.start()
+        time.sleep(0.1)
+        check(th.is_alive(), "a blocking trace_pipe read returned with no data")
+        m.ok("trace_marker", "wake up\n")
+        th.join(30)
+        check(not th.is_alive() and "wake up" in got[0], "blocking read woken: %r" % got)
+        m.ok("trace_marker", "for poll\n")
+        check(p.poll(30000) != [], "poll: POLLIN once there is data")
+        os.close(fd)
+        # O_TRUNC of trace clears it
+        m.ok("trace_marker", "to be cleared\n")
+        fd = os.open(m.path("trace"), os.O_WRONLY | os.O_TRUNC)
+        os.close(fd)
+        check("to be cleared" not in m.read("trace"), "O_TRUNC clears trace")
+        # snapshot
+        m.ok("trace_marker", "snap me\n")
+        m.ok("snapshot", "1\n")
+        s = m.read("snapshot")
+        check("Snapshot is allocated" in s and "snap me" in s, "snapshot holds the buffer")
+        m.ok("snapshot", "0\n")
+        check("Snapshot is freed" in m.read("snapshot"), "snapshot freed")
+        # function events through the pipe
+        m.ok("set_ftrace_filter", "mix\n")
+        m.ok("current_tracer", "function\n")
+        fd = os.open(m.path("trace_pipe"), os.O_RDONLY)
+        data = os.read(fd, 65536).decode()
+        os.close(fd)
+        check(" mix <-checksum" in data, "function lines through trace_pipe")
+        m.ok("current_tracer", "nop\n")
+    finally:
+        m.umount()
+    t.finish()
+
+
+def case_instances():
+    t = Tracee()
+    m = Mount(t.pid)
+    try:
+        os.mkdir(m.path("instances/foo"))
+        check(os.listdir(m.path("instances")) == ["foo"], "instances lists foo")
+        try:
+            os.mkdir(m.path("instances/foo"))
+            raise Fail("second mkdir of foo worked")
+        except FileExistsError:
+            pass
+        try:
+            os.mkdir(m.path("options/x"))
+            raise Fail("mkdir outside instances worked")
+        except PermissionError:
+            pass
+        i = "instances/foo/"
+        check(not os.path.exists(m.path(i + "available_filter_functions")),
+              "top-only file in an instance")
+        m.ok(i + "set_ftrace_filter", "checksum\n")
+        m.ok("set_ftrace_filter", "mix\n")
+        m.ok(i + "current_tracer", "function\n")
+        m.ok("current_tracer", "function\n")
+        wait_for(lambda: func_lines(m) and [l for l in lines(m.read(i + "trace")) if "<-" in l],
+                 "events in both buffers")
+        check(all(" mix <-" in l for l in func_lines(m)), "top: only mix")
+        check(all(" checksum <-" in l for l in lines(m.read(i + "trace")) if "<-" in l),
+              "instance: only checksum")
+        check(m.read(i + "set_ftrace_filter").split() == ["checksum"], "instance filter")
+        m.ok(i + "current_tracer", "nop\n")
+        os.rmdir(m.path("instances/foo"))
+        check(os.listdir(m.path("instances")) == [], "rmdir removed foo")
+        m.ok("current_tracer", "nop\n")
+        check(m.read("enabled_functions") == "", "nothing enabled at the end")
+    finally:
+        m.umount()
+    t.finish()
+
+
+def case_concurrency():
+    t = Tracee(3)
+    m = Mount(t.pid)
+    avail = set(m.read("available_filter_functions").split())
+    errors = []
+    stop = threading.Event()
+    seen = []
+
+    def writer(globs):
+        try:
+            for k in range(150):
+                g = globs[k % len(globs)]
+                r = m.write("set_ftrace_filter", g + "\n", append=bool(k % 3))
+                if r:
+                    errors.append("write %s: %s" % (g, os.strerror(r)))
+                f = m.read("set_ftrace_filter").split("\n")
+                for name in f:
+                    if name and name != "#### all functions enabled ####" and name not in avail:
+                        errors.append("read back %r" % name)
+        except Exception as e:  # noqa: BLE001 - a thread reports, the case fails
+            errors.append(repr(e))
+
+    def reader():
+        fd = os.open(m.path("trace_pipe"), os.O_RDONLY | os.O_NONBLOCK)
+        try:
+            while not stop.is_set():
+                try:
+                    seen.append(len(os.read(fd, 65536)))
+                except BlockingIOError:
+                    time.sleep(0.005)
+        finally:
+            os.close(fd)
+
+    try:
+        m.ok("current_tracer", "function\n")
+        ths = [threading.Thread(target=writer, args=(["mix", "checksum", "!mix"],)),
+               threading.Thread(target=writer, args=(["checksum", "mix", "!checksum"],)),
+               threading.Thread(target=reader)]
+        for th in ths:
+            th.start()
+        for th in ths[:2]:
+            th.join(300)
+        stop.set()
+        ths[2].join(60)
+        check(not errors, "concurrent writers: %s" % errors[:5])
+        check(sum(seen) > 0, "the reader consumed events")
+        m.ok("current_tracer", "nop\n")
+        check(m.read("enabled_functions") == "", "nothing enabled at the end")
+    finally:
+        m.umount()
+    t.finish()
+
+
+def dir_answers(d):
+    """nothing stuck on @d: listing it returns (a hung FUSE mount would not)"""
+    try:
+        subprocess.run(["ls", "-a", d], capture_output=True, timeout=30)
+        return True
+    except subprocess.TimeoutExpired:
+        return False
+
+
+def gone(pid):
+    """@pid exited and was reaped: not left a zombie, nor stuck in D state"""
+    return not os.path.exists("/proc/%d" % pid)
+
+
+def server_pid(d):
+    """the usft mount process serving @d"""
+    for p in os.listdir("/proc"):
+        if p.isdigit():
+            try:
+                cmd = open("/proc/%s/cmdline" % p, "rb").read().split(b"\0")
+            except OSError:
+                continue
+            if len(cmd) > 3 and cmd[1] == b"mount" and cmd[3].decode() == d:
+                return int(p)
+    return None
+
+
+def case_death():
+    # the target exits: ENODEV (never a hang), then the mount goes
+    t = Tracee()
+    m = Mount(t.pid)
+    fd = os.open(m.path("trace_pipe"), os.O_RDONLY)
+    got = []
+
+    def blocked():
+        try:
+            os.read(fd, 4096)
+            got.append("data")
+        except OSError as e:
+            got.append(e.errno)
+
+    m.ok("set_ftrace_filter", "mix\n")
+    th = threading.Thread(target=blocked)
+    th.start()
+    time.sleep(0.05)
+    t.kill()
+    th.join(30)
+    check(not th.is_alive(), "a trace_pipe reader hangs after the target died")
+    try:
+        os.close(fd)
+    except OSError:
+        pass
+    wait_for(lambda: not mounted(m.dir), "unmounted after the target died")
+    check(dir_answers(m.dir), "the mount point hangs after the target died")
+
+    # kill -9 of the server: auto_unmount takes the mount away
+    t = Tracee()
+    m = Mount(t.pid)
+    sp = server_pid(m.dir)
+    check(sp, "no usft mount process found")
+    os.kill(sp, signal.SIGKILL)
+    wait_for(lambda: not mounted(m.dir), "unmounted after kill -9 of the server")
+    wait_for(lambda: gone(sp), "the killed server gone (not in D state)")
+    check(dir_answers(m.dir), "the mount point hangs after the server was killed")
+    t.finish()
+
+
+CASES = {"files": case_files, "pipe": case_pipe, "instances": case_instances,
+         "concurrency": case_concurrency, "death": case_death}
+
+
+def main():
+    global ARGS
+    ap = argparse.ArgumentParser()
+    ap.add_argument("case", choices=sorted(CASES))
+    ap.add_argument("--usft", required=True)
+    ap.add_argument("--tracees", required=True)
+    ap.add_argument("--work", required=True)
+    ARGS = ap.parse_args()
+    ARGS.usft, ARGS.tracees, ARGS.work = (os.path.abspath(x) for x in
+                                          (ARGS.usft, ARGS.tracees, ARGS.work))
+    if os.geteuid() != 0 or not os.path.exists("/dev/fuse"):
+        print("SKIP tracefs_%s: needs root and /dev/fuse" % ARGS.case)
+        return 77
+    os.makedirs(ARGS.work, exist_ok=True)
+    try:
+        CASES[ARGS.case]()
+    except Fail as e:
+        print("FAIL tracefs_%s: %s" % (ARGS.case, e))
+        return 1
+    print("ok tracefs_%s" % ARGS.case)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
