@@ -215,7 +215,7 @@ static int lookup(const char *path, const struct tfile **tf, struct where *w)
 	w->rest = p;
 	if (!*p)
 		return 1;
-	if (!strcmp(p, "options") || !strcmp(p, "events") || (w->top && !strcmp(p, "trace_stat")))
+	if (!strcmp(p, "options") || !strcmp(p, "events"))
 		return 1;
 	if (!strncmp(p, "options/", 8)) {
 		char lp[PATH_MAX];

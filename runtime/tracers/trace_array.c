@@ -82,17 +82,9 @@ struct ta_set {
 };
 
 enum ta_tracer { TA_NOP, TA_FUNCTION, TA_GRAPH };
-enum ta_clock { CLK_LOCAL, CLK_GLOBAL, CLK_COUNTER, CLK_MONO, CLK_MONO_RAW, CLK_BOOT,
-#ifdef __x86_64__
-	CLK_TSC,
-#endif
-	CLK_NR };
+enum ta_clock { CLK_LOCAL, CLK_GLOBAL, CLK_COUNTER, CLK_MONO, CLK_MONO_RAW, CLK_BOOT, CLK_NR };
 static const char *const clock_names[] = { "local", "global", "counter", "mono", "mono_raw",
-					    "boot",
-#ifdef __x86_64__
-					    "x86-tsc",
-#endif
-};
+					    "boot" };
 
 /* options/ and trace_options (kernel TRACE_ITER_* and the tracers' own) */
 struct ta_opt {
@@ -191,10 +183,6 @@ static inline __attribute__((always_inline)) unsigned long long ta_now(int clock
 	case CLK_BOOT:
 		clock_gettime(CLOCK_BOOTTIME, &ts);
 		break;
-#ifdef __x86_64__
-	case CLK_TSC:
-		return __builtin_ia32_rdtsc();
-#endif
 	default:
 		return usft_trace_clock();
 	}
@@ -648,11 +636,7 @@ static void print_sym(FILE *f, struct trace_array *tr, unsigned long addr, bool 
 
 static void print_ts(FILE *f, struct trace_array *tr, unsigned long long ts)
 {
-	if (tr->clock == CLK_COUNTER
-#ifdef __x86_64__
-	    || tr->clock == CLK_TSC
-#endif
-	)
+	if (tr->clock == CLK_COUNTER)
 		fprintf(f, "%llu", ts);
 	else
 		fprintf(f, "%5llu.%06llu", ts / 1000000000ULL, ts % 1000000000ULL / 1000);
@@ -1266,9 +1250,6 @@ static const char readme_text[] =
 	"        mono:   Monotonic clock\n"
 	"    mono_raw:   Monotonic clock, no NTP adjustment\n"
 	"        boot:   Monotonic clock, counts suspend time\n"
-#ifdef __x86_64__
-	"     x86-tsc:   TSC cycle counter\n"
-#endif
 	"\n  trace_marker\t\t- Writes into this file writes into the kernel buffer\n\n"
 	"  tracing_cpumask\t- Limit which CPUs to trace\n"
 	"  instances\t\t- Make sub-buffers with: mkdir instances/foo\n"
@@ -1276,7 +1257,6 @@ static const char readme_text[] =
 	"  trace_options\t\t- Set format or modify how tracing happens\n"
 	"\t\t\t  Disable an option by prefixing 'no' to the\n"
 	"\t\t\t  option name\n"
-	"  saved_cmdlines_size\t- echo command number in here to store comm-pid list\n"
 	"\n  available_filter_functions - list of functions that can be filtered on\n"
 	"  set_ftrace_filter\t- echo function name in here to only trace these\n"
 	"\t\t\t  functions\n"
@@ -1284,20 +1264,9 @@ static const char readme_text[] =
 	"\t     modules: Can select a group via module\n"
 	"\t      Format: :mod:<module-name>\n"
 	"\t     example: echo :mod:libc > set_ftrace_filter\n"
-	"\t    triggers: a command to perform when function is hit\n"
-	"\t      Format: <function>:<trigger>[:count]\n"
-	"\t     trigger: traceon, traceoff\n"
-	"\t\t      stacktrace\n"
-	"\t   The first one will disable tracing every time do_fault is hit\n"
-	"\t   The second will disable tracing at most 3 times when do_trap is hit\n"
-	"\t     To remove trigger without count:\n"
-	"\t       echo '!<function>:<trigger> > set_ftrace_filter\n"
-	"\t     To remove trigger with a count:\n"
-	"\t       echo '!<function>:<trigger>:0 > set_ftrace_filter\n"
 	"  set_ftrace_notrace\t- echo function name in here to never trace.\n"
 	"\t    accepts: func_full_name, *func_end, func_begin*, *func_middle*\n"
 	"\t    modules: Can select a group via module command :mod:\n"
-	"\t    Does not accept triggers\n"
 	"  set_ftrace_pid\t- Write pid(s) to only function trace those pids\n"
 	"\t\t    (function)\n"
 	"  set_ftrace_notrace_pid\t- Write pid(s) to not function trace those pids\n"
@@ -1308,7 +1277,6 @@ static const char readme_text[] =
 	"\n  snapshot\t\t- Like 'trace' but shows the content of the static\n"
 	"\t\t\t  snapshot buffer. Read the contents for more\n"
 	"\t\t\t  information\n"
-	"  function_profile_enabled - Enable per-function hit counts and times: trace_stat/function*\n"
 	"  enabled_functions\t- the functions with a callback attached, and how\n"
 	"  touched_functions\t- the functions whose call site was ever changed\n"
 	"  events/\t\t- Directory containing all trace event subsystems (none here)\n";
