@@ -77,6 +77,7 @@ static const struct tfile files[] = {
 	{ "set_graph_function", 0644, F_TOP | F_LIST },
 	{ "set_graph_notrace", 0644, F_TOP | F_LIST },
 	{ "max_graph_depth", 0644, F_TOP },
+	{ "function_profile_enabled", 0644, F_TOP },
 	{ "snapshot", 0644, F_TRUNC },
 	{ "error_log", 0644, 0 },
 	{ "set_event", 0644, F_LIST },
@@ -86,7 +87,7 @@ static const struct tfile files[] = {
 #define NR_FILES (sizeof(files) / sizeof(files[0]))
 
 /* options/NAME: the runtime's trace_options list names them */
-static const char *const dirs_top[] = { "options", "events", "instances" };
+static const char *const dirs_top[] = { "options", "events", "instances", "trace_stat" };
 
 static struct {
 	int fd;				/* control connection */
@@ -215,8 +216,11 @@ static int lookup(const char *path, const struct tfile **tf, struct where *w)
 	w->rest = p;
 	if (!*p)
 		return 1;
-	if (!strcmp(p, "options") || !strcmp(p, "events"))
+	if (!strcmp(p, "options") || !strcmp(p, "events") || (w->top && !strcmp(p, "trace_stat")))
 		return 1;
+	if (w->top && !strncmp(p, "trace_stat/", 11))
+		return strchr(p + 11, '/') || !listed("/trace_stat", p + 11, strlen(p + 11), false) ?
+		       0 : 2;
 	if (!strncmp(p, "options/", 8)) {
 		char lp[PATH_MAX];
 
@@ -314,8 +318,15 @@ static int fs_readdir(const char *path, void *buf, fuse_fill_dir_t fill, off_t o
 			if (w.top || !(files[i].flags & F_TOP))
 				fill(buf, files[i].name, NULL, 0, 0);
 		for (size_t i = 0; i < sizeof(dirs_top) / sizeof(dirs_top[0]); i++)
-			if (w.top || strcmp(dirs_top[i], "instances"))
+			if (w.top || (strcmp(dirs_top[i], "instances") && strcmp(dirs_top[i], "trace_stat")))
 				fill(buf, dirs_top[i], NULL, 0, 0);
+		return 0;
+	}
+	if (!strcmp(w.rest, "trace_stat")) {
+		if (!read_text("/trace_stat", &out) && out)
+			for (char *s = NULL, *l = strtok_r(out, "\n", &s); l; l = strtok_r(NULL, "\n", &s))
+				fill(buf, l, NULL, 0, 0);
+		free(out);
 		return 0;
 	}
 	if (!strcmp(w.rest, "events")) {

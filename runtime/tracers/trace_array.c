@@ -39,13 +39,14 @@
 #include <unistd.h>
 #include <usft/fgraph.h>
 #include <usft/ftrace.h>
+#include <usft/ftrace_probe.h>
 #include <usft/usft.h>
 #include "trace_array.h"
 #include "tracer.h"
 
 /* ---- the ring ------------------------------------------------------------ */
 
-enum ta_type { TA_FUNC = 1, TA_GENT, TA_GRET, TA_MARK };
+enum ta_type { TA_FUNC = 1, TA_GENT, TA_GRET, TA_MARK, TA_STACK };
 
 struct ta_ent {
 	uint64_t seq;		/* 2 * pos + 1 while written, 2 * pos + 2 when whole */
@@ -55,7 +56,8 @@ struct ta_ent {
 	uint8_t type;
 	uint8_t depth;
 	uint64_t a, b, c, d, e;	/* FUNC: ip, parent; GENT: func; GRET: func,
-				   calltime, retval; MARK: marker number */
+				   calltime, retval; MARK: marker number;
+				   STACK: the function a stacktrace probe hit */
 };
 
 #define TA_MAX_ENTS	(1UL << 22)	/* mapped (MAP_NORESERVE) per array: 256 MiB */
@@ -370,6 +372,32 @@ static void ta_graph_return(struct ftrace_graph_ret *trace, struct fgraph_ops *g
 		trace->retval, trace->flags);
 }
 
+/*
+ * The probe commands (func:traceon/traceoff/stacktrace, <usft/ftrace_probe.h>)
+ * on a trace array: its tracing_on, and a stack entry in its buffer.  Called
+ * in traced threads through the preload shim's usft_trace_array_ops
+ * (trace_record.c), under the hot-path rules.
+ */
+bool usft_trace_array_is_on(struct trace_array *tr)
+{
+	return __atomic_load_n(&tr->on, __ATOMIC_RELAXED);
+}
+
+void usft_trace_array_set_on(struct trace_array *tr, bool on)
+{
+	__atomic_store_n(&tr->on, on ? 1 : 0, __ATOMIC_RELEASE);
+}
+
+void usft_trace_array_dump_stack(struct trace_array *tr, unsigned long ip, int skip)
+{
+	unsigned int cpu = *usft_tbuf_cpu_ptr();
+
+	(void)skip;
+	if (usft_tbuf_self == USFT_TBUF_SELF || !__atomic_load_n(&tr->on, __ATOMIC_RELAXED))
+		return;
+	ta_emit(tr, cpu, ta_now(tr->clock), TA_STACK, 0, ip, 0, 0, 0);
+}
+
 /* ---- arrays -------------------------------------------------------------------- */
 
 static void ta_init_defaults(struct trace_array *tr)
@@ -421,6 +449,7 @@ static int ta_setup(struct trace_array *tr, const char *name)
 	tr->gops.retfunc = ta_graph_return;
 	tr->gops.private = tr;
 	tr->ready = true;
+	usft_tr_ops_install();
 	return 0;
 }
 
@@ -525,6 +554,7 @@ int usft_tracefs_rmdir(const char *name, char *why, size_t wlen)
 		return -ENOENT;
 	}
 	ta_stop_tracer(tr);
+	clear_ftrace_function_probes(tr);
 	ftrace_free_filter(&tr->ops);
 	ftrace_free_filter(&tr->gops.ops);
 	*pp = tr->next;
@@ -756,6 +786,13 @@ static bool print_ent(FILE *f, struct trace_array *tr, struct comm_cache *cc,
 		print_mark(f, tr, e);
 		return false;
 	}
+	if (e->type == TA_STACK) {
+		/* differs: only the probed function (no unwinder in a callback) */
+		fputs("<stack trace>\n => ", f);
+		print_sym(f, tr, e->a, true);
+		fputc('\n', f);
+		return false;
+	}
 	print_sym(f, tr, e->a, true);
 	if (OPT(tr, OPT_PRINT_PARENT)) {
 		fputs(" <-", f);
@@ -849,6 +886,221 @@ static int read_trace(FILE *f, struct trace_array *tr)
 	print_ents(f, tr, v, n);
 	free(v);
 	return 0;
+}
+
+/* ---- function_profile_enabled, trace_stat/functionN (kernel ftrace_profile) ---- */
+
+/*
+ * Per CPU, per function: hits and time (graph-time: children included),
+ * kept in open-addressed tables whose keys (every site, read-only) are
+ * built before the profiler's fgraph_ops is registered; the callbacks only
+ * add (relaxed atomics).  The filter is the top level's set_ftrace_filter,
+ * as the kernel's profiler shares the global ops' hash.
+ */
+static size_t ops_hash_ips(struct ftrace_ops *hops, unsigned long *ips, size_t max);
+
+struct prof_ent {
+	unsigned long hits;
+	unsigned long long time, time_sq;	/* ns, us^2 */
+};
+
+static struct {
+	bool on, reg;
+	unsigned long *keys;		/* 0: empty */
+	unsigned long mask;
+	struct prof_ent *ents;		/* [cpu][mask + 1] */
+	int ncpu;
+	struct fgraph_ops gops;
+} P;
+
+static inline __attribute__((always_inline)) long prof_slot(unsigned long ip)
+{
+	unsigned long i = (ip * 0x9e3779b97f4a7c15UL) >> 17;
+
+	for (unsigned long k = 0; k <= P.mask; k++, i++) {
+		unsigned long key = P.keys[i & P.mask];
+
+		if (key == ip)
+			return (long)(i & P.mask);
+		if (!key)
+			return -1;
+	}
+	return -1;
+}
+
+static int prof_entry(struct ftrace_graph_ent *trace, struct fgraph_ops *gops,
+		      struct ftrace_regs *fregs)
+{
+	(void)trace;
+	(void)gops;
+	(void)fregs;
+	return usft_tbuf_self != USFT_TBUF_SELF;
+}
+
+static void prof_return(struct ftrace_graph_ret *trace, struct fgraph_ops *gops,
+			struct ftrace_regs *fregs)
+{
+	long slot = prof_slot(trace->func);
+	unsigned int cpu = *usft_tbuf_cpu_ptr();
+	unsigned long long d = trace->rettime - trace->calltime, us = d / 1000;
+	struct prof_ent *e;
+
+	(void)gops;
+	(void)fregs;
+	if (slot < 0)
+		return;
+	e = &P.ents[(cpu < (unsigned int)P.ncpu ? cpu : 0) * (P.mask + 1) + (unsigned long)slot];
+	__atomic_add_fetch(&e->hits, 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&e->time, d, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&e->time_sq, us * us, __ATOMIC_RELAXED);
+}
+
+/* the profiler follows the top level's set_ftrace_filter */
+static void prof_sync_filter(void)
+{
+	unsigned long *ips = malloc(65536 * sizeof(*ips));
+	size_t n = ips ? ops_hash_ips(&top.ops, ips, 65536) : 0;
+
+	ftrace_set_filter_ips(&P.gops.ops, n ? ips : NULL, (unsigned int)n, 0, 1);
+	free(ips);
+}
+
+static int prof_tables(void)
+{
+	struct usft_stats st = { .sz = sizeof(st) };
+	unsigned long *ips, size = 64;
+	int n;
+
+	if (P.keys)
+		return 0;
+	usft_stat(&st);
+	ips = malloc((st.nr_sites + 1) * sizeof(*ips));
+	if (!ips)
+		return -ENOMEM;
+	n = usft_match_sites("*", -1, ips, st.nr_sites + 1);
+	while (size < 2 * (unsigned long)(n > 0 ? n : 1))
+		size <<= 1;
+	P.ncpu = nr_cpus;
+	P.mask = size - 1;
+	P.keys = calloc(size, sizeof(*P.keys));
+	P.ents = calloc(size * (unsigned long)P.ncpu, sizeof(*P.ents));
+	if (!P.keys || !P.ents) {
+		free(P.keys);
+		free(P.ents);
+		P.keys = NULL;
+		P.ents = NULL;
+		free(ips);
+		return -ENOMEM;
+	}
+	for (int i = 0; i < n; i++) {
+		unsigned long k = (ips[i] * 0x9e3779b97f4a7c15UL) >> 17;
+
+		while (P.keys[k & P.mask] && P.keys[k & P.mask] != ips[i])
+			k++;
+		P.keys[k & P.mask] = ips[i];
+	}
+	free(ips);
+	return 0;
+}
+
+static int prof_enable(bool on, char *why, size_t wlen)
+{
+	int ret;
+
+	if (on == P.on)
+		return 0;
+	if (!on) {
+		if (P.reg)
+			unregister_ftrace_graph(&P.gops);
+		P.reg = P.on = false;
+		return 0;	/* the stats stay readable, as the kernel's */
+	}
+	ret = prof_tables();
+	if (ret) {
+		snprintf(why, wlen, "no memory for the profile tables");
+		return ret;
+	}
+	/* the kernel's ftrace_profile_reset(): a new run starts from zero */
+	memset(P.ents, 0, (P.mask + 1) * (unsigned long)P.ncpu * sizeof(*P.ents));
+	P.gops.entryfunc = prof_entry;
+	P.gops.retfunc = prof_return;
+	prof_sync_filter();
+	ret = register_ftrace_graph(&P.gops);
+	if (ret) {
+		snprintf(why, wlen, "profiler not started: %s", strerror(-ret));
+		return ret;
+	}
+	P.reg = P.on = true;
+	return 0;
+}
+
+struct prof_line {
+	unsigned long ip, hits;
+	unsigned long long time, time_sq;
+};
+
+static int cmp_prof(const void *a, const void *b)
+{
+	const struct prof_line *x = a, *y = b;
+
+	if (x->time != y->time)
+		return x->time < y->time ? 1 : -1;
+	if (x->hits != y->hits)
+		return x->hits < y->hits ? 1 : -1;
+	return (x->ip > y->ip) - (x->ip < y->ip);
+}
+
+static void print_us(FILE *f, unsigned long long ns)
+{
+	char b[40];
+
+	snprintf(b, sizeof(b), "%llu.%03llu us", ns / 1000, ns % 1000);
+	fprintf(f, "    %-12s", b);
+}
+
+/* trace_stat/function@cpu: the kernel's columns, most time first */
+static void print_prof(FILE *f, int cpu)
+{
+	struct prof_line *v;
+	size_t n = 0;
+
+	fputs("  Function                               Hit    Time            Avg             s^2\n"
+	      "  --------                               ---    ----            ---             ---\n", f);
+	if (!P.ents || cpu >= P.ncpu)
+		return;
+	v = malloc((P.mask + 1) * sizeof(*v));
+	if (!v)
+		return;
+	for (unsigned long i = 0; i <= P.mask; i++) {
+		const struct prof_ent *e = &P.ents[(unsigned long)cpu * (P.mask + 1) + i];
+		unsigned long hits = __atomic_load_n(&e->hits, __ATOMIC_RELAXED);
+
+		if (!P.keys[i] || !hits)
+			continue;
+		v[n++] = (struct prof_line){ P.keys[i], hits,
+			__atomic_load_n(&e->time, __ATOMIC_RELAXED),
+			__atomic_load_n(&e->time_sq, __ATOMIC_RELAXED) };
+	}
+	qsort(v, n, sizeof(*v), cmp_prof);
+	for (size_t i = 0; i < n; i++) {
+		unsigned long off;
+		const char *name = usft_kallsyms_lookup(v[i].ip, &off);
+		unsigned long long avg = v[i].time / v[i].hits, avg_us = avg / 1000;
+		unsigned long long var = v[i].hits > 1 ?
+			(v[i].time_sq - v[i].hits * avg_us * avg_us) / (v[i].hits - 1) : 0;
+
+		if (v[i].time_sq < v[i].hits * avg_us * avg_us)
+			var = 0;
+		if (name)
+			fprintf(f, "  %-30.30s  %10lu", name, v[i].hits);
+		else
+			fprintf(f, "  %#-30lx  %10lu", v[i].ip, v[i].hits);
+		print_us(f, v[i].time);
+		print_us(f, avg);
+		print_us(f, var * 1000);
+		fputc('\n', f);
+	}
+	free(v);
 }
 
 /* ---- files ---------------------------------------------------------------------- */
@@ -951,35 +1203,57 @@ static int set_tracer(struct trace_array *tr, const char *name, char *why, size_
 	return 0;
 }
 
-/* set_ftrace_filter / set_ftrace_notrace: the kernel's syntax, one transaction */
+/*
+ * set_ftrace_filter / set_ftrace_notrace: the kernel's syntax.  Each token
+ * is a command (func:traceon[:N], traceoff, stacktrace; !func:cmd removes:
+ * the probe API runs it at once, as the kernel's ftrace_process_regex()) or
+ * a glob; the globs of one write are one filter transaction, which replaces
+ * the filter on the first write after an O_TRUNC open (@append false) even
+ * when the write held only commands (the kernel's release installs the
+ * emptied hash), and adds otherwise.
+ */
 static int write_filter(struct trace_array *tr, bool nt, const char *v, size_t len,
 			bool append, char *why, size_t wlen)
 {
 	int (*set)(struct ftrace_ops *, unsigned char *, int, int) =
 		nt ? ftrace_set_notrace : ftrace_set_filter;
-	char *copy;
-	int ret;
+	char *copy = strndup(v, len), *globs = calloc(1, len + 2), *save = NULL;
+	size_t gl = 0;
+	int ret = 0;
 
-	if (only_space(v, len)) {
-		if (append)
-			return 0;
-		ret = set(&tr->ops, NULL, 0, 1);
-		if (!ret)
-			set(&tr->gops.ops, NULL, 0, 1);
-		return ret;
-	}
-	copy = strndup(v, len);
-	if (!copy)
+	if (!copy || !globs) {
+		free(copy);
+		free(globs);
 		return -ENOMEM;
-	ret = set(&tr->ops, (unsigned char *)copy, -1, !append);
-	if (ret) {
-		snprintf(why, wlen, ret == -EINVAL ? "'%.200s' matches no function (see "
-			 "available_filter_functions)" : "%.200s: %s", copy, strerror(-ret));
-	} else {
-		/* the graph ops takes the same text: the same result */
-		set(&tr->gops.ops, (unsigned char *)copy, -1, !append);
+	}
+	for (char *t = strtok_r(copy, " \t\n", &save); t; t = strtok_r(NULL, " \t\n", &save)) {
+		int r = usft_ftrace_regex_cmd(tr, t, !nt);
+
+		if (r < 0) {
+			snprintf(why, wlen, r == -EINVAL ? "'%.200s': no such function or command "
+				 "(see available_filter_functions; commands: traceon, traceoff, "
+				 "stacktrace)" : "'%.200s': %s", t, strerror(-r));
+			ret = r;
+			break;
+		}
+		if (r == USFT_REGEX_GLOB) {
+			memcpy(globs + gl, t, strlen(t));
+			gl += strlen(t);
+			globs[gl++] = ' ';
+		}
 	}
 	free(copy);
+	if (!ret && (gl || !append)) {
+		globs[gl ? gl - 1 : 0] = 0;
+		ret = set(&tr->ops, gl ? (unsigned char *)globs : NULL, gl ? -1 : 0, !append);
+		if (ret)
+			snprintf(why, wlen, ret == -EINVAL ? "'%.200s' matches no function (see "
+				 "available_filter_functions)" : "%.200s: %s", globs, strerror(-ret));
+		else
+			/* the graph ops takes the same text: the same result */
+			set(&tr->gops.ops, gl ? (unsigned char *)globs : NULL, gl ? -1 : 0, !append);
+	}
+	free(globs);
 	return ret;
 }
 
@@ -1052,6 +1326,30 @@ static void print_pids(FILE *f, const struct ta_set *s)
 			fprintf(f, "%lu\n", s->v[i]);
 }
 
+/* the sites of @hops' filter hash into @ips (by name: the hash's functions) */
+static size_t ops_hash_ips(struct ftrace_ops *hops, unsigned long *ips, size_t max)
+{
+	char *names = NULL;
+	size_t nl = 0, n = 0;
+	FILE *m = open_memstream(&names, &nl);
+
+	if (!m)
+		return 0;
+	usft_print_ops_hash(m, hops, 0);
+	fclose(m);
+	for (char *save = NULL, *t = strtok_r(names, "\n", &save); t && n < max;
+	     t = strtok_r(NULL, "\n", &save)) {
+		int k;
+
+		t[strcspn(t, " ")] = 0;
+		k = usft_match_sites(t, -1, ips + n, max - n);
+		if (k > 0)
+			n += (size_t)k;
+	}
+	free(names);
+	return n;
+}
+
 /* set_graph_function / set_graph_notrace: a never-registered ops holds the hash */
 static int write_graph_set(struct ftrace_ops *hops, struct ta_set **slot, const char *v,
 			   size_t len, bool append, char *why, size_t wlen)
@@ -1082,27 +1380,7 @@ static int write_graph_set(struct ftrace_ops *hops, struct ta_set **slot, const 
 	ips = malloc(65536 * sizeof(*ips));
 	if (!ips)
 		return -ENOMEM;
-	{
-		char *names = NULL;
-		size_t nl = 0;
-		FILE *m = open_memstream(&names, &nl);
-
-		n = 0;
-		if (m) {
-			usft_print_ops_hash(m, hops, 0);
-			fclose(m);
-			for (char *save = NULL, *t = strtok_r(names, "\n", &save); t && n < 65536;
-			     t = strtok_r(NULL, "\n", &save)) {
-				int k;
-
-				t[strcspn(t, " ")] = 0;
-				k = usft_match_sites(t, -1, ips + n, (size_t)(65536 - n));
-				if (k > 0)
-					n += k;
-			}
-			free(names);
-		}
-	}
+	n = (int)ops_hash_ips(hops, ips, 65536);
 	if (n > 0)
 		s = set_make(ips, (size_t)n);
 	free(ips);
@@ -1264,6 +1542,16 @@ static const char readme_text[] =
 	"\t     modules: Can select a group via module\n"
 	"\t      Format: :mod:<module-name>\n"
 	"\t     example: echo :mod:libc > set_ftrace_filter\n"
+	"\t    triggers: a command to perform when function is hit\n"
+	"\t      Format: <function>:<trigger>[:count]\n"
+	"\t     trigger: traceon, traceoff\n"
+	"\t\t      stacktrace\n"
+	"\t     example: echo do_fault:traceoff > set_ftrace_filter\n"
+	"\t              echo do_trap:traceoff:3 > set_ftrace_filter\n"
+	"\t     To remove trigger without count:\n"
+	"\t       echo '!<function>:<trigger> > set_ftrace_filter\n"
+	"\t     To remove trigger with a count:\n"
+	"\t       echo '!<function>:<trigger>:0 > set_ftrace_filter\n"
 	"  set_ftrace_notrace\t- echo function name in here to never trace.\n"
 	"\t    accepts: func_full_name, *func_end, func_begin*, *func_middle*\n"
 	"\t    modules: Can select a group via module command :mod:\n"
@@ -1277,6 +1565,7 @@ static const char readme_text[] =
 	"\n  snapshot\t\t- Like 'trace' but shows the content of the static\n"
 	"\t\t\t  snapshot buffer. Read the contents for more\n"
 	"\t\t\t  information\n"
+	"  function_profile_enabled - per-function hits and times: trace_stat/function<cpu>\n"
 	"  enabled_functions\t- the functions with a callback attached, and how\n"
 	"  touched_functions\t- the functions whose call site was ever changed\n"
 	"  events/\t\t- Directory containing all trace event subsystems (none here)\n";
@@ -1292,8 +1581,15 @@ static int read_array_file(struct trace_array *tr, const char *file, FILE *f)
 		fprintf(f, "%d\n", tr->on);
 	else if (!strcmp(file, "trace"))
 		return read_trace(f, tr);
-	else if (!strcmp(file, "set_ftrace_filter"))
+	else if (!strcmp(file, "set_ftrace_filter")) {
+		int n = usft_ftrace_probes_show(tr, NULL, 0);
+		char *buf = n > 0 ? malloc((size_t)n + 1) : NULL;
+
 		print_filter(f, &tr->ops, false);
+		if (buf && usft_ftrace_probes_show(tr, buf, (size_t)n + 1) <= n)
+			fputs(buf, f);
+		free(buf);
+	}
 	else if (!strcmp(file, "set_ftrace_notrace"))
 		print_filter(f, &tr->ops, true);
 	else if (!strcmp(file, "set_ftrace_pid"))
@@ -1374,6 +1670,21 @@ int usft_tracefs_read(const char *path, FILE *f, char *why, size_t wlen)
 			return fputs(readme_text, f), 0;
 		if (!strcmp(file, "instances"))
 			return print_instances(f), 0;
+		if (!strcmp(file, "function_profile_enabled"))
+			return fprintf(f, "%d\n", P.on), 0;
+		if (!strcmp(file, "trace_stat")) {
+			for (int c = 0; c < nr_cpus; c++)
+				fprintf(f, "function%d\n", c);
+			return 0;
+		}
+		if (!strncmp(file, "trace_stat/function", 19)) {
+			char *end;
+			long c = strtol(file + 19, &end, 10);
+
+			if (*end || c < 0 || c >= nr_cpus || !file[19])
+				return -ENOENT;
+			return print_prof(f, (int)c), 0;
+		}
 	}
 	ret = read_array_file(tr, file, f);
 	if (ret == -ENOENT)
@@ -1408,6 +1719,13 @@ static int write_top_file(const char *file, const char *v, size_t len, bool appe
 		return write_graph_set(&graph_fn_ops, &graph_fn_set, v, len, append, why, wlen);
 	if (!strcmp(file, "set_graph_notrace"))
 		return write_graph_set(&graph_notrace_ops, &graph_nt_set, v, len, append, why, wlen);
+	if (!strcmp(file, "function_profile_enabled")) {
+		if (parse_ulong(v, len, 10, &n)) {
+			snprintf(why, wlen, "function_profile_enabled takes 0 or 1");
+			return -EINVAL;
+		}
+		return prof_enable(n != 0, why, wlen);
+	}
 	if (!strcmp(file, "max_graph_depth")) {
 		if (parse_ulong(v, len, 10, &n) || n > 100000) {
 			snprintf(why, wlen, "max_graph_depth takes a number, 0: no limit");
@@ -1456,8 +1774,13 @@ int usft_tracefs_write(const char *path, const char *v, size_t len, bool append,
 		ta_clear(tr);
 		return 0;
 	}
-	if (!strcmp(file, "set_ftrace_filter") || !strcmp(file, "set_ftrace_notrace"))
-		return write_filter(tr, file[8] == 'n', v, len, append, why, wlen);
+	if (!strcmp(file, "set_ftrace_filter") || !strcmp(file, "set_ftrace_notrace")) {
+		int r = write_filter(tr, file[8] == 'n', v, len, append, why, wlen);
+
+		if (!r && tr == &top && P.reg && file[8] == 'f')
+			prof_sync_filter();
+		return r;
+	}
 	if (!strcmp(file, "set_ftrace_pid"))
 		return write_pids(tr, &tr->pids, v, len, append, why, wlen);
 	if (!strcmp(file, "set_ftrace_notrace_pid"))

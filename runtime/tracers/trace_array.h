@@ -34,4 +34,10 @@ int usft_tracefs_pipe(const char *path, size_t max, FILE *f, char *why, size_t w
 int usft_tracefs_mkdir(const char *name, char *why, size_t wlen);
 int usft_tracefs_rmdir(const char *name, char *why, size_t wlen);
 
+/* the probe commands' view of an array (trace_record.c's usft_trace_array_ops) */
+struct trace_array;
+bool usft_trace_array_is_on(struct trace_array *tr);
+void usft_trace_array_set_on(struct trace_array *tr, bool on);
+void usft_trace_array_dump_stack(struct trace_array *tr, unsigned long ip, int skip);
+
 #endif /* USFT_TRACE_ARRAY_H */

@@ -34,6 +34,7 @@
 #include <usft/ftrace_probe.h>
 #include <usft/usft.h>
 #include <usft/version.h>
+#include "trace_array.h"
 #include "tracer.h"
 
 int usft_tracing_on;
@@ -111,23 +112,37 @@ void usft_record_tracing_set(bool on)
 	__atomic_store_n(&usft_tracing_on, on, __ATOMIC_RELEASE);
 }
 
+/* NULL: the recording's top level; else a tracefs trace array (trace_array.c) */
 static bool record_tr_is_on(struct trace_array *tr)
 {
-	(void)tr;
-	return usft_record_tracing_is_on();
+	return tr ? usft_trace_array_is_on(tr) : usft_record_tracing_is_on();
 }
 
 static void record_tr_set_on(struct trace_array *tr, bool on)
 {
-	(void)tr;
-	usft_record_tracing_set(on);
+	if (tr)
+		usft_trace_array_set_on(tr, on);
+	else
+		usft_record_tracing_set(on);
+}
+
+static void record_tr_dump_stack(struct trace_array *tr, unsigned long ip, int skip)
+{
+	if (tr)
+		usft_trace_array_dump_stack(tr, ip, skip);
 }
 
 static const struct usft_trace_array_ops record_tr_ops = {
 	.sz = sizeof(record_tr_ops),
 	.is_on = record_tr_is_on,
 	.set_on = record_tr_set_on,
+	.dump_stack = record_tr_dump_stack,
 };
+
+void usft_tr_ops_install(void)
+{
+	usft_set_trace_array_ops(&record_tr_ops);
+}
 
 /* ---- chunks ---------------------------------------------------------- */
 
@@ -984,7 +999,7 @@ static int tracer_start(const struct usft_trace_opts *o)
 	write_session(getppid());
 	usft_tracing_on = 1;
 	S.active = true;
-	usft_set_trace_array_ops(&record_tr_ops);
+	usft_tr_ops_install();
 	ret = t->init(&S.opts);
 	if (ret && ret != -ENOENT) {
 		usft_tracing_on = 0;

@@ -70,7 +70,9 @@ void usft_tracer_unmapped(unsigned long lo, unsigned long hi);	/* dlclose unload
 bool usft_tracer_active(void);
 /* the top level's tracing_on as the probe commands see it (traced threads may call) */
 bool usft_record_tracing_is_on(void);
-void usft_record_tracing_set(bool on);	/* on: only while a session is open */
+void usft_record_tracing_set(bool on);
+/* the probe commands' tracing_on and stack dump: the recording's and the trace arrays' */
+void usft_tr_ops_install(void);	/* on: only while a session is open */
 void usft_tracer_end(void);		/* stop + unregister: the process goes on (detach) */
 const char *usft_tracer_name(void);	/* the session's tracer, "nop" when none */
 
