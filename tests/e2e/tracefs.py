@@ -317,6 +317,26 @@ def case_pipe():
         os.close(fd)
         check(" mix <-checksum" in data, "function lines through trace_pipe")
         m.ok("current_tracer", "nop\n")
+        # set_ftrace_filter commands (function probes) and their read-back
+        m.ok("set_ftrace_filter", "mix:traceoff\n")
+        f = m.read("set_ftrace_filter").splitlines()
+        check(f == ["#### all functions enabled ####", "mix:traceoff:unlimited"],
+              "probe read-back: %r" % f)
+        wait_for(lambda: m.read("tracing_on") == "0\n", "mix:traceoff turned tracing off")
+        m.bad("set_ftrace_filter", "!no_such_fn:traceoff\n", errno.EINVAL, append=True)
+        m.ok("set_ftrace_filter", "!mix:traceoff\n", append=True)
+        check(m.read("set_ftrace_filter") == "#### all functions enabled ####\n", "probe removed")
+        m.ok("tracing_on", "1\n")
+        # function_profile_enabled and trace_stat/functionN
+        m.ok("set_ftrace_filter", "mix\n")
+        m.ok("function_profile_enabled", "1\n")
+        stats = lambda: "".join(m.read("trace_stat/" + n) for n in os.listdir(m.path("trace_stat")))
+        wait_for(lambda: " mix " in stats(), "mix in trace_stat/function*")
+        m.ok("function_profile_enabled", "0\n")
+        s1 = stats()
+        time.sleep(0.05)
+        check(stats() == s1, "trace_stat changed after the profiler was disabled")
+        m.ok("set_ftrace_filter", "\n")
     finally:
         m.umount()
     t.finish()
