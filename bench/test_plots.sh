@@ -48,9 +48,15 @@ for r in 1 2; do
 		done
 	done
 done > "$W/floor.txt"
+mkdir -p "$W/scale"
+for n in 1000 10000; do
+	for k in 1 2 3; do
+		echo "section=scale case=sites_$n sites=$n init_ms=$((n / 100 * k)) enable_all_ms=$((n / 50)) disable_all_ms=$((n / 60))"
+	done > "$W/scale/scale_$n.txt"
+done
 "$ROOT/scripts/bench-plots.sh" "$W"
 fail=0
-for p in ladder trigger trigger_acc attach callsite peers floor; do
+for p in ladder trigger trigger_acc attach callsite peers floor scale; do
 	if [ ! -s "$W/$p.png" ] || [ "$(head -c 4 "$W/$p.png" | od -An -c | tr -d ' ')" != "211PNG" ]; then
 		echo "FAIL: no $p.png"; fail=1
 	fi
@@ -67,6 +73,8 @@ awk '$2 == "list_16" && $5 > $3 { ok = 1 } END { exit !ok }' "$W/plot-data/ladde
 grep -q '^0 usft_function_1t 45 30 60 10 20$' "$W/plot-data/floor.dat" &&
 	! grep -q ' none_' "$W/plot-data/floor.dat" ||
 	{ echo "FAIL: floor.dat:"; cat "$W/plot-data/floor.dat"; fail=1; }
+grep -q '^10000 200 100 300 200 200 200 166 166 166$' "$W/plot-data/scale.dat" ||
+	{ echo "FAIL: scale.dat:"; cat "$W/plot-data/scale.dat"; fail=1; }
 [ ! -s "$W/plot-data/gnuplot.log" ] || { echo "FAIL: gnuplot said:"; cat "$W/plot-data/gnuplot.log"; fail=1; }
 [ $fail = 0 ] && echo "PASS bench plots"
 exit $fail

@@ -15,6 +15,9 @@
 #   floor.png        the tracers' added ns per call against the floor (the
 #                    cheapest timestamped event and entry/exit pair), 1 and 2
 #                    threads, from OUT/floor.txt (bench/floor.sh) (log)
+#   scale.png        start-up, enable all and disable all ms vs sites, over
+#                    the processes of bench/scale.sh (OUT/scale/scale_N.txt)
+#                    (log-log)
 set -euo pipefail
 OUT=${1:?usage: bench-plots.sh OUT}
 CSV=$OUT/results.csv
@@ -79,6 +82,22 @@ if [ -s "$OUT/floor.txt" ]; then
 	}' "$OUT/floor.txt" > "$D/floor.dat"
 fi
 
+# scale_N.txt: one "section=scale case=sites_N ... init_ms= enable_all_ms= disable_all_ms=" per process
+for f in "$OUT"/scale/scale_*.txt; do
+	[ -s "$f" ] || continue
+	awk '
+	function st(s,   n, a, i, j, t) {
+		n = split(s, a, " ");
+		for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
+		return (n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2) " " a[1] " " a[n];
+	}
+	$1 == "section=scale" {
+		for (i = 1; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
+		n = f["sites"]; a = a " " f["init_ms"]; e = e " " f["enable_all_ms"]; d = d " " f["disable_all_ms"]
+	}
+	END { if (n) print n, st(a), st(e), st(d) }' "$f"
+done | sort -n > "$D/scale.dat"
+
 # a bar chart of D/NAME.dat (index case median min max): boxes, min-max bars, values on top
 bar_plot() {	# name, title, ylabel
 	cat <<GP
@@ -126,6 +145,19 @@ plot "$D/floor.dat" using 1:3:xtic(2) with boxes lc rgb "#4a7ebb" title "traced 
      "" using 1:3:4:5 with yerrorbars lc rgb "black" pt 0 title "min .. max of the processes", \\
      "" using 1:6 with points pt 7 ps 1.5 lc rgb "#d62728" title "floor: one timestamped event", \\
      "" using 1:7 with points pt 5 ps 1.5 lc rgb "#2ca02c" title "floor: an entry/exit pair"
+GP
+	fi
+	if [ -s "$D/scale.dat" ]; then
+		cat <<GP
+set output "$OUT/scale.png"
+unset xtics; set xtics norotate nomirror; set ytics nomirror
+set title "usft-bench-scale: start-up and enabling every site vs sites, log-log\n$MACHINE; $BUILD"
+set xlabel "sites (log)"; set ylabel "ms (log)"
+set logscale xy; set yrange [*:*]; set offsets 0, 0, 0, 0; set key top left
+plot "$D/scale.dat" using 1:2:3:4 with yerrorlines lw 2 title "start-up (median, min .. max of the processes)", \\
+     "" using 1:5:6:7 with yerrorlines lw 2 title "enable all", \\
+     "" using 1:8:9:10 with yerrorlines lw 2 title "disable all"
+unset logscale; unset xlabel
 GP
 	fi
 	if [ -s "$D/attach_single.dat" ]; then
