@@ -14,7 +14,7 @@
  *     pc is inside one to its end.
  *  4. pick one thread at a safe point (waiting in a system call that no
  *     libc lock is held across, or in the program's own code), release every
- *     other, and make it call dlopen(runtime) and usft_control_start(), the
+ *     other, and make it call dlopen(runtime) and usft_attach_start(), the
  *     return trapping back to us; then its registers exactly as they were.
  *  5. detach: its interrupted system call restarts as after any ptrace stop.
  */
@@ -1066,9 +1066,9 @@ int usft_inject(struct usft_target *tg, const char *lib, struct inject_result *r
 	read_maps(tg->pid, &mp);
 	for (size_t i = 0; i < mp.n && !start_fn; i++)
 		if (!strcmp(base_name(mp.m[i].path), USFT_PRELOAD_NAME) && mp.m[i].off == 0)
-			start_fn = target_sym(tg->pid, mp.m[i].path, mp.m[i].lo, "usft_control_start");
+			start_fn = target_sym(tg->pid, mp.m[i].path, mp.m[i].lo, "usft_attach_start");
 	if (!start_fn) {
-		fail(res, USFT_EXIT_FAIL, "usft_control_start not found in process %d", (int)tg->pid);
+		fail(res, USFT_EXIT_FAIL, "usft_attach_start not found in process %d", (int)tg->pid);
 		goto out_restore;
 	}
 	code = remote_call(&s, t, start_fn, NULL, 0, sp, &ret, res);

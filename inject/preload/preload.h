@@ -19,6 +19,15 @@ void preload_resolve_hooks(void);
  * directly.  Set by preload_resolve_hooks().
  */
 extern bool preload_libusft_misplaced;
+/*
+ * An attached process: the program's GOT entries for dlopen() and dlclose()
+ * get the shim's, so loads and unloads reach the runtime (wrappers.c).
+ * Return: entries changed.
+ */
+unsigned long preload_bind_dl(void);
+/* the entry `usft attach` calls (shim.c): preload_bind_dl(), then
+ * usft_control_start() */
+int usft_attach_start(void);
 /* remember the USFT_* and LD_PRELOAD values children started with an
  * environment of their own inherit (exec*e, posix_spawn*) */
 void preload_carry_env_init(void);

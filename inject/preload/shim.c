@@ -190,6 +190,19 @@ __attribute__((constructor)) static void usft_preload_init(void)
 	usft_self_end();
 }
 
+/*
+ * usft_attach_start() - what `usft attach` calls in a process it loaded this
+ * shim into (inject/cli/inject.c): the program's dlopen() and dlclose()
+ * calls are routed through the shim, so the runtime hears of every load and
+ * unload as in a process it was preloaded into, then the control socket is
+ * served.  Return: 0 or -errno (usft_control_start()).
+ */
+__attribute__((visibility("default"))) int usft_attach_start(void)
+{
+	preload_bind_dl();
+	return usft_control_start();
+}
+
 __attribute__((destructor)) static void usft_preload_fini(void)
 {
 	if (!preload_secure) {

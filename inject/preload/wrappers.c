@@ -14,6 +14,7 @@
  */
 #include <alloca.h>
 #include <dlfcn.h>
+#include <elf.h>
 #include <errno.h>
 #include <limits.h>
 #include <link.h>
@@ -49,6 +50,10 @@ static signal_fn usft_signal_fn;
 static dlclose_fn usft_dlclose_fn;
 static dlopen_fn real_dlopen_fn;
 
+/* the exported dlopen() itself, not what the GOT of this shim resolves it to */
+extern void *shim_dlopen(const char *file, int mode)
+	__attribute__((alias("dlopen"), visibility("hidden"), nothrow));
+
 static void *next_sym(const char *name)
 {
 	return dlsym(RTLD_NEXT, name);
@@ -77,7 +82,8 @@ static int order_cb(struct dl_phdr_info *info, size_t size, void *data)
  * works when libusft comes before libc in the global scope.  As a mere
  * dependency of this shim it comes after (`usft record` puts it in
  * LD_PRELOAD to avoid that); then its wrappers cannot work and we call
- * libc's functions directly, without signal contexts and dlclose ordering.
+ * libc's functions directly, without signal contexts and dlclose ordering
+ * (but see below for a process `usft attach` loaded this shim into).
  */
 bool preload_libusft_misplaced;
 
@@ -93,10 +99,22 @@ void preload_resolve_hooks(void)
 	if (preload_libusft_misplaced && real_dlopen_fn)
 		libc = real_dlopen_fn("libc.so.6", RTLD_LAZY | RTLD_NOLOAD);
 	if (libc) {
+		void *lu = real_dlopen_fn("libusft.so.0", RTLD_LAZY | RTLD_NOLOAD);
+
 		usft_sigaction_fn = (sigaction_fn)dlsym(libc, "sigaction");
 		usft_signal_fn = (signal_fn)dlsym(libc, "signal");
-		usft_dlclose_fn = (dlclose_fn)dlsym(libc, "dlclose");
-		/* the handle: a reference libc never gives up anyway */
+		/*
+		 * Loaded by `usft attach` (this shim's dlopen interposes
+		 * nothing): libusft's dlclose finds libc's by itself (records.c)
+		 * and keeps its ordering, records released under ftrace_lock
+		 * before the text goes.  Preloaded after libc, its lookup of
+		 * libc would come back through this shim's dlopen.
+		 */
+		if (lu && dlsym(RTLD_DEFAULT, "dlopen") != (void *)shim_dlopen)
+			usft_dlclose_fn = (dlclose_fn)dlvsym(lu, "dlclose", "USFT_0.1");
+		if (!usft_dlclose_fn)
+			usft_dlclose_fn = (dlclose_fn)dlsym(libc, "dlclose");
+		/* the handles: references never given up anyway */
 	}
 	if (!usft_sigaction_fn)
 		usft_sigaction_fn = (sigaction_fn)dlvsym(RTLD_DEFAULT, "sigaction", "USFT_0.1");
@@ -209,7 +227,7 @@ FORWARD(__sighandler_t, sigset, (int sig, __sighandler_t h), (sig, h), SIG_ERR)
 FORWARD(int, sigignore, (int sig), (sig), -1)
 FORWARD(int, siginterrupt, (int sig, int flag), (sig, flag), -1)
 
-EXPORT int dlclose(void *handle)
+static int shim_dlclose(void *handle)
 {
 	struct obj_list before = { 0 }, after = { 0 };
 	bool tracing = usft_tracer_active();
@@ -240,6 +258,160 @@ EXPORT int dlclose(void *handle)
 	usft_self_end();
 	errno = saved;
 	return ret;
+}
+
+EXPORT int dlclose(void *handle)
+{
+	return shim_dlclose(handle);
+}
+
+/*
+ * In a process usft attached to, this shim was loaded after libc, so the
+ * program's calls to dlclose() and dlopen() bind to libc's: the runtime
+ * would never hear of an unload (a batch could then write into text that
+ * is gone or now belongs to another object) nor trace a loaded object's
+ * functions at once.  So each loaded object's GOT entry for them (a
+ * JUMP_SLOT or GLOB_DAT relocation) that holds the definition the loader
+ * found, or still its own lazy PLT stub, gets the shim's: what symbol
+ * interposition gives a preloaded shim.  One aligned pointer store each;
+ * a RELRO page is made writable for it and read-only again.
+ */
+#if defined(__x86_64__)
+#define R_JUMP_SLOT R_X86_64_JUMP_SLOT
+#define R_GLOB_DAT R_X86_64_GLOB_DAT
+#elif defined(__aarch64__)
+#define R_JUMP_SLOT R_AARCH64_JUMP_SLOT
+#define R_GLOB_DAT R_AARCH64_GLOB_DAT
+#endif
+
+static const struct {
+	const char *name;
+	void *shim;
+} bind_syms[] = {
+	{ "dlclose", (void *)shim_dlclose },
+	{ "dlopen", (void *)shim_dlopen },
+};
+#define NR_BIND (sizeof(bind_syms) / sizeof(bind_syms[0]))
+
+struct bind_ctx {
+	void *def[NR_BIND];	/* what the loader binds each to (NULL: leave it) */
+	unsigned long n;	/* entries changed */
+};
+
+/* a d_ptr: glibc relocates it in place on most targets, not on all */
+static unsigned long dyn_ptr(const struct dl_phdr_info *info, ElfW(Addr) a)
+{
+	return a < info->dlpi_addr ? a + info->dlpi_addr : a;
+}
+
+static void bind_slot(unsigned long lo, unsigned long hi, unsigned long relro_lo,
+		      unsigned long relro_hi, void **slot, void *def, void *shim,
+		      struct bind_ctx *c)
+{
+	unsigned long v = (unsigned long)__atomic_load_n(slot, __ATOMIC_RELAXED);
+	unsigned long page = (unsigned long)slot & ~((unsigned long)getpagesize() - 1);
+	bool ro = (unsigned long)slot >= relro_lo && (unsigned long)slot < relro_hi;
+
+	if (v != (unsigned long)def && !(v >= lo && v < hi))
+		return;		/* someone else's interposer, or ours: leave it */
+	if (ro && mprotect((void *)page, getpagesize(), PROT_READ | PROT_WRITE))
+		return;
+	__atomic_store_n(slot, shim, __ATOMIC_RELEASE);
+	if (ro)
+		mprotect((void *)page, getpagesize(), PROT_READ);
+	c->n++;
+}
+
+static int bind_cb(struct dl_phdr_info *info, size_t size, void *data)
+{
+	ElfW(Addr) symtab = 0, strtab = 0, rel[2] = { 0, 0 };
+	ElfW(Xword) relsz[2] = { 0, 0 };
+	unsigned long lo = ~0UL, hi = 0, relro_lo = 0, relro_hi = 0;
+	const char *base = strrchr(info->dlpi_name, '/');
+	const ElfW(Dyn) *dyn = NULL;
+	struct bind_ctx *c = data;
+
+	(void)size;
+	base = base ? base + 1 : info->dlpi_name;
+	/* libc and the loader define it; usft's own objects call libc's */
+	if (!strncmp(base, "libc.so", 7) || !strncmp(base, "ld-linux", 8) ||
+	    !strncmp(base, "libusft", 7) || !strncmp(base, "linux-vdso", 10))
+		return 0;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		unsigned long a = info->dlpi_addr + ph->p_vaddr;
+
+		if (ph->p_type == PT_DYNAMIC)
+			dyn = (const ElfW(Dyn) *)a;
+		if (ph->p_type == PT_GNU_RELRO) {
+			/* the loader protects whole pages only */
+			relro_lo = a & ~((unsigned long)getpagesize() - 1);
+			relro_hi = (a + ph->p_memsz) & ~((unsigned long)getpagesize() - 1);
+		}
+		if (ph->p_type == PT_LOAD) {
+			lo = a < lo ? a : lo;
+			hi = a + ph->p_memsz > hi ? a + ph->p_memsz : hi;
+		}
+	}
+	for (; dyn && dyn->d_tag != DT_NULL; dyn++) {
+		switch (dyn->d_tag) {
+		case DT_SYMTAB: symtab = dyn_ptr(info, dyn->d_un.d_ptr); break;
+		case DT_STRTAB: strtab = dyn_ptr(info, dyn->d_un.d_ptr); break;
+		case DT_JMPREL: rel[0] = dyn_ptr(info, dyn->d_un.d_ptr); break;
+		case DT_PLTRELSZ: relsz[0] = dyn->d_un.d_val; break;
+		case DT_RELA: rel[1] = dyn_ptr(info, dyn->d_un.d_ptr); break;
+		case DT_RELASZ: relsz[1] = dyn->d_un.d_val; break;
+		}
+	}
+	if (!symtab || !strtab)
+		return 0;
+	for (int k = 0; k < 2; k++) {
+		const ElfW(Rela) *r = (const ElfW(Rela) *)rel[k];
+
+		for (size_t i = 0; r && i < relsz[k] / sizeof(*r); i++) {
+			unsigned long type = ELF64_R_TYPE(r[i].r_info);
+			const ElfW(Sym) *sym = (const ElfW(Sym) *)symtab + ELF64_R_SYM(r[i].r_info);
+
+			if ((type != R_JUMP_SLOT && type != R_GLOB_DAT) || !ELF64_R_SYM(r[i].r_info))
+				continue;
+			for (size_t b = 0; b < NR_BIND; b++)
+				if (c->def[b] &&
+				    !strcmp((const char *)strtab + sym->st_name, bind_syms[b].name))
+					bind_slot(lo, hi, relro_lo, relro_hi,
+						  (void **)(info->dlpi_addr + r[i].r_offset),
+						  c->def[b], bind_syms[b].shim, c);
+		}
+	}
+	return 0;
+}
+
+/*
+ * preload_bind_dl() - route the program's dlopen() and dlclose() calls
+ * through the shim (an attached process; a no-op where the shim or libusft
+ * interposes already).  Return: the number of GOT entries changed.
+ */
+unsigned long preload_bind_dl(void)
+{
+	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	struct bind_ctx c = { 0 };
+	bool any = false;
+	Dl_info di;
+
+	usft_self_begin();
+	pthread_mutex_lock(&lock);
+	for (size_t b = 0; b < NR_BIND; b++) {
+		void *def = dlsym(RTLD_DEFAULT, bind_syms[b].name);
+
+		/* preloaded, or linked with -lusft: usft's own binds already */
+		if (def && !(dladdr(def, &di) && di.dli_fname && strstr(di.dli_fname, "libusft")))
+			c.def[b] = def;
+		any |= c.def[b] != NULL;
+	}
+	if (any)
+		dl_iterate_phdr(bind_cb, &c);
+	pthread_mutex_unlock(&lock);
+	usft_self_end();
+	return c.n;
 }
 
 /* ---- dlopen --------------------------------------------------------------- */

@@ -388,10 +388,37 @@ int usft_nr_threads(void)
 	return list_tids(NULL);
 }
 
+static void thread_comm(int tid, char *comm, size_t len)
+{
+	char path[64];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/comm", tid);
+	comm[0] = 0;
+	f = fopen(path, "re");
+	if (f) {
+		if (fgets(comm, (int)len, f))
+			comm[strcspn(comm, "\n")] = 0;
+		fclose(f);
+	}
+}
+
 /*
- * usft_signal_blocker() - the first thread other than the caller that
- * blocks @signo now (SigBlk), with its name in @comm.  Return: its tid, 0
- * when none does, or -errno.
+ * usft's own threads (the tracers' writer and control server) block every
+ * signal and never run the program's code, so no site can trap them.
+ */
+static bool usft_own_thread(int tid)
+{
+	char comm[32];
+
+	thread_comm(tid, comm, sizeof(comm));
+	return !strcmp(comm, "usft-writer") || !strcmp(comm, "usft-control");
+}
+
+/*
+ * usft_signal_blocker() - the first thread other than the caller and
+ * usft's own that blocks @signo now (SigBlk), with its name in @comm.
+ * Return: its tid, 0 when none does, or -errno.
  */
 int usft_signal_blocker(int signo, char *comm, size_t len)
 {
@@ -405,25 +432,14 @@ int usft_signal_blocker(int signo, char *comm, size_t len)
 		bool sleeping;
 
 		if (l.v[i] != self && thread_status(l.v[i], &blocked, &sleeping) &&
-		    ((blocked >> (signo - 1)) & 1))
+		    ((blocked >> (signo - 1)) & 1) && !usft_own_thread(l.v[i]))
 			tid = l.v[i];
 	}
 	pthread_mutex_unlock(&rv_lock);
 	if (n < 0)
 		return n;
-	if (tid && comm && len) {
-		char path[64];
-		FILE *f;
-
-		snprintf(path, sizeof(path), "/proc/self/task/%d/comm", tid);
-		comm[0] = 0;
-		f = fopen(path, "re");
-		if (f) {
-			if (fgets(comm, (int)len, f))
-				comm[strcspn(comm, "\n")] = 0;
-			fclose(f);
-		}
-	}
+	if (tid && comm && len)
+		thread_comm(tid, comm, len);
 	return tid;
 }
 

@@ -51,7 +51,8 @@ int usft_threads_rendezvous(void (*fn)(ucontext_t *uc, void *arg), void *arg,
 			    bool (*sleeper_ok)(unsigned long pc));
 /* a @sleeper_ok that accepts every pc */
 bool usft_any_pc(unsigned long pc);
-/* The first other thread that blocks @signo (its tid, 0, or -errno), its name in @comm. */
+/* The first other thread that blocks @signo (its tid, 0, or -errno), its name in @comm;
+ * usft's own threads (usft-writer, usft-control) never run a site and are skipped. */
 int usft_signal_blocker(int signo, char *comm, size_t len);
 
 /* usft_uc_pc(uc): the interrupted program counter of a signal context */

@@ -829,24 +829,41 @@ static void session_reset_writer_state(void)
 	S.events = S.lost = 0;
 }
 
+/*
+ * Whether the prepare handler took S.lock: S.active may change while the
+ * fork runs (a session that starts or ends on another thread), and the
+ * parent must unlock exactly what prepare locked (it once kept the lock:
+ * the next fork in that thread waited for itself).
+ */
+static bool fork_locked;
+
 static void atfork_prepare(void)
 {
-	if (S.active)
+	if (S.active) {
 		pthread_mutex_lock(&S.lock);
+		fork_locked = true;
+	}
 }
 
 static void atfork_parent(void)
 {
-	if (S.active)
+	if (fork_locked) {
+		fork_locked = false;
 		pthread_mutex_unlock(&S.lock);
+	}
 }
 
 static void atfork_child(void)
 {
 	int ppid;
 
-	if (!S.active)
+	if (!S.active) {
+		if (fork_locked)
+			pthread_mutex_init(&S.lock, NULL);
+		fork_locked = false;
 		return;
+	}
+	fork_locked = false;
 	usft_self_begin();
 	pthread_mutex_init(&S.lock, NULL);
 	pthread_mutex_init(&S.wake_lock, NULL);
@@ -1018,12 +1035,44 @@ static int tracer_start(const struct usft_trace_opts *o)
 	return 0;
 }
 
+/*
+ * A session starts (tracer_start() through the tracer's init), ends
+ * (usft_tracer_end() through its reset) and is refiltered after a dlopen
+ * (usft_tracer_after_dlopen(), on any thread) one at a time.  Without it a
+ * dlopen in another thread while a session starts found S.active set and
+ * the filter not applied yet, and registered the tracer with an empty
+ * filter: every function (an attached process, where `usft record -P`
+ * starts and ends sessions while the program runs).  Taken before
+ * ftrace_lock, never under it.
+ */
+static pthread_mutex_t session_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t session_once = PTHREAD_ONCE_INIT;
+
+/* fork child: the one thread left holds nothing */
+static void session_lock_child(void)
+{
+	pthread_mutex_init(&session_lock, NULL);
+}
+
+static void session_lock_init(void)
+{
+	pthread_atfork(NULL, NULL, session_lock_child);
+}
+
+static void session_lock_take(void)
+{
+	pthread_once(&session_once, session_lock_init);
+	pthread_mutex_lock(&session_lock);
+}
+
 int usft_tracer_start(const struct usft_trace_opts *o)
 {
 	int ret;
 
 	usft_self_begin();
+	session_lock_take();
 	ret = tracer_start(o);
+	pthread_mutex_unlock(&session_lock);
 	usft_self_end();
 	return ret;
 }
@@ -1053,6 +1102,12 @@ void usft_tracer_flush(void)
 		return;
 	usft_self_begin();
 	pthread_mutex_lock(&S.lock);
+	/* checked again under the lock: a detach may have ended the session */
+	if (!S.active || !S.tracer) {
+		pthread_mutex_unlock(&S.lock);
+		usft_self_end();
+		return;
+	}
 	drain_all();
 	if (S.tracer->kind == USFT_TRACER_PROFILE) {
 		usft_profile_snapshot(resolve_prof, NULL);
@@ -1073,6 +1128,12 @@ void usft_tracer_unmapped(unsigned long lo, unsigned long hi)
 		return;
 	usft_self_begin();
 	pthread_mutex_lock(&S.lock);
+	if (!S.active) {
+		/* the session ended meanwhile (a detach) */
+		pthread_mutex_unlock(&S.lock);
+		usft_self_end();
+		return;
+	}
 	/* what the object's code recorded keeps its names */
 	drain_all();
 	for (size_t i = 0; i < S.sym_cap; i++) {
@@ -1091,16 +1152,20 @@ void usft_tracer_unmapped(unsigned long lo, unsigned long hi)
 
 void usft_tracer_after_dlopen(void)
 {
-	if (S.active && S.tracer->refilter) {
-		usft_self_begin();
+	if (!__atomic_load_n(&S.active, __ATOMIC_RELAXED))
+		return;
+	usft_self_begin();
+	session_lock_take();
+	if (S.active && S.tracer && S.tracer->refilter) {
 		S.tracer->refilter();
 		if (getpid() == S.pid) {
 			pthread_mutex_lock(&S.lock);
 			name_all_sites();
 			pthread_mutex_unlock(&S.lock);
 		}
-		usft_self_end();
 	}
+	pthread_mutex_unlock(&session_lock);
+	usft_self_end();
 }
 
 void usft_tracer_stop(void)
@@ -1130,7 +1195,7 @@ void usft_tracer_stop(void)
  * freed, so that another session can start later.  The rings stay: threads
  * keep pointers to their slots.
  */
-void usft_tracer_end(void)
+static void tracer_end(void)
 {
 	const struct usft_tracer *t = S.tracer;
 
@@ -1155,6 +1220,15 @@ void usft_tracer_end(void)
 	pthread_mutex_unlock(&S.lock);
 	if (t && t->kind == USFT_TRACER_PROFILE)
 		usft_profile_reset();
+	usft_self_end();
+}
+
+void usft_tracer_end(void)
+{
+	usft_self_begin();
+	session_lock_take();
+	tracer_end();
+	pthread_mutex_unlock(&session_lock);
 	usft_self_end();
 }
 

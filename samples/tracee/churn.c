@@ -3,10 +3,12 @@
  * tracee-churn: a process that keeps changing under an attach
  * (tests/e2e/attach.py churn): two worker threads with checkable results,
  * a thread that forks children (which compute and exit), a thread that
- * dlopens and dlcloses libm (not a traced library: see docs/attach.md,
- * Known limits, for dlclose of traced ones), and every second the
- * main thread execs itself again (same pid) with the generation counted.
- *   tracee-churn [GEN [MS]]   a new image every MS ms (default 1000);
+ * dlopens and dlcloses libm and, in turn, the two traced libraries of
+ * tracee-reload (the second lands where the first was: a traced object
+ * goes and another comes at its address), and every second the main
+ * thread execs itself again (same pid) with the generation counted.
+ *   tracee-churn [GEN [MS]]   a new image every MS ms (default 1000; 0:
+ *   never);
  *   prints "ready GEN PID" per image; runs until
  *   SIGTERM, then prints "ok gen=G bad=B children=C loads=L" and exits 0
  *   when every result was right.  A child that fails exits 1 (counted bad).
@@ -63,6 +65,21 @@ static void *forker(void *arg)
 	return arg;
 }
 
+/* dlopen @lib, call @entry(1), which must return @want, dlclose */
+static void load_call(const char *lib, const char *entry, int want)
+{
+	void *h = dlopen(lib, RTLD_NOW);
+	int (*fn)(int) = h ? (int (*)(int))dlsym(h, entry) : NULL;
+
+	if (!fn || fn(1) != want) {
+		fprintf(stderr, "dlopen %s: %s\n", lib, h ? "wrong result" : dlerror());
+		__atomic_add_fetch(&bad, 1, __ATOMIC_RELAXED);
+	}
+	if (h)
+		dlclose(h);
+	__atomic_add_fetch(&loads, 1, __ATOMIC_RELAXED);
+}
+
 static void *loader(void *arg)
 {
 	while (!stop) {
@@ -75,7 +92,8 @@ static void *loader(void *arg)
 		}
 		if (h)
 			dlclose(h);
-		__atomic_add_fetch(&loads, 1, __ATOMIC_RELAXED);
+		load_call("libtracee-reload-a.so", "a_entry", 11);
+		load_call("libtracee-reload-b.so", "b_entry", 21);
 		usleep(1000);
 	}
 	return arg;
@@ -103,7 +121,7 @@ int main(int argc, char **argv)
 	pthread_create(&t[2], NULL, forker, NULL);
 	pthread_create(&t[3], NULL, loader, NULL);
 	/* a new image every MS ms, while the others run */
-	for (int i = 0; i < ms && !stop; i++)
+	for (int i = 0; (i < ms || ms <= 0) && !stop; i++)
 		nanosleep(&ts, NULL);
 	if (!stop && !bad) {
 		snprintf(next, sizeof(next), "%d", gen + 1);

@@ -478,6 +478,49 @@ def case_churn():
             p.communicate()
 
 
+def case_dlclose():
+    """record -P again and again while the process dlopens and dlcloses two
+    traced libraries in turn (the second where the first was): their
+    functions are traced and named after the right library, and the runtime
+    never meets a site that changed under it (the kill switch)"""
+    p = subprocess.Popen([tracee("churn"), "0", "0"], env=env(), cwd=ARGS.work,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        check(p.stdout.readline().startswith(b"ready"), "tracee-churn did not start")
+        seen = set()
+        for i in range(20):
+            rc, out, err = usft("record", "-q", "-P", p.pid, "-p", "function", "-l", "a_*",
+                                "-l", "b_*", "--duration", "0.05", "-o", "dl%d.dat" % i)
+            check(rc == 0, "attempt %d: exit status %d: %s" % (i, rc, err))
+            check(p.poll() is None, "attempt %d: tracee-churn ended (%s)" % (i, p.returncode))
+            text = report("dl%d.dat" % i)
+            calls = set(re.findall(r"(\w+) <-(\w+)", text))
+            check(calls <= {("a_entry", "load_call"), ("a_helper", "a_entry"),
+                            ("b_entry", "load_call"), ("b_helper", "b_entry")},
+                  "attempt %d: calls named after the wrong library: %s" % (i, sorted(calls)))
+            check(not re.search(r"\] +[\d.]+: 0x", text),
+                  "attempt %d: addresses without names:\n%s" % (i, text[:1000]))
+            seen |= calls
+        check(("a_helper", "a_entry") in seen and ("b_helper", "b_entry") in seen,
+              "the libraries' functions were never traced: %s" % sorted(seen))
+        rc, out, err = usft("attach", p.pid)
+        check(rc == 0, "attach (%d): %s" % (rc, err))
+        rc, out, err = usft("stat", "-P", p.pid)
+        check(rc == 0 and re.search(r"state\s+ok", out), "runtime state: %s %s" % (out, err))
+        rc, out, err = usft("detach", p.pid)
+        check(rc == 0, "detach (%d): %s" % (rc, err))
+        p.send_signal(signal.SIGTERM)
+        out, err = p.communicate(timeout=30)
+        last = out.decode().strip().splitlines()[-1]
+        check(p.returncode == 0 and re.match(r"ok gen=0 bad=0 children=\d+ loads=[1-9]", last),
+              "tracee-churn: %d %r %s" % (p.returncode, last, err.decode()[-2000:]))
+        check("blocks SIGTRAP" not in err.decode(), "warnings: %s" % err.decode()[-2000:])
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.communicate()
+
+
 CASES = {n[5:]: f for n, f in globals().items() if n.startswith("case_")}
 
 
