@@ -437,6 +437,20 @@ static void resume(pid_t tid, int status)
 	ptrace(PTRACE_CONT, tid, NULL, (void *)(long)sig);
 }
 
+/* collect the exit of every seized thread that died (a zombie we trace) */
+static void reap_dead(struct stopped *s)
+{
+	for (int i = 0; i < s->n; i++) {
+		struct thread *t = &s->t[i];
+		int st;
+
+		if (t->seized && !t->gone && thread_dead(t->tid) &&
+		    waitpid(t->tid, &st, __WALL | WNOHANG) == t->tid &&
+		    (WIFEXITED(st) || WIFSIGNALED(st)))
+			t->gone = true;
+	}
+}
+
 /*
  * Seize and stop every thread.  A thread that takes a signal before its
  * interrupt stop gets a signal-delivery-stop first: that signal is passed
@@ -491,8 +505,18 @@ static int stop_all(struct stopped *s, struct inject_result *res)
 			int st;
 
 			while (t->seized && !t->stopped && !t->gone) {
-				int r = wait_stop(t->tid, &st, deadline);
+				int r = wait_stop(t->tid, &st, now_ms() + 100 < deadline ?
+						  now_ms() + 100 : deadline);
 
+				if (r == -ETIMEDOUT && now_ms() < deadline) {
+					/*
+					 * A thread in exec waits in the kernel for the
+					 * others to die, and a traced one is dead only
+					 * once its tracer reaped it: reap those.
+					 */
+					reap_dead(s);
+					continue;
+				}
 				if (r == -ETIMEDOUT) {
 					fail(res, USFT_EXIT_FAIL, "thread %d did not stop within 5 s",
 					     (int)t->tid);
