@@ -60,7 +60,7 @@ run callsite "$B/usft-bench-callsite" $CALLSITE_ARGS
 # threads, usft and uftrace (bench/floor.sh runs usft-bench-floor under each)
 log "floor ..."
 if [ "$QUICK" = 1 ]; then FLOOR_ENV="ROUNDS=1 SCALE=0.25 INNER=3"; else FLOOR_ENV="ROUNDS=3 SCALE=1 INNER=5"; fi
-env $FLOOR_ENV bench/floor.sh "$BUILD" "$OUT" > "$OUT/floor.md"
+env $FLOOR_ENV bench/floor.sh "$BUILD" "$OUT" > "$OUT/floor-table.txt"
 sed -n 's/^summary //p' "$OUT/floor-summary.txt" | awk '{
 	for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2]; k[i] = kv[1] }
 	for (i = 3; i <= NF; i++) if (v[k[i]] != "-") print "floor," v["tool"] "_" v["threads"] "t," k[i] "," v[k[i]]
@@ -69,16 +69,16 @@ sed -n 's/^summary //p' "$OUT/floor-summary.txt" | awk '{
 # ---- scale in sites: start-up, memory per site, enable/disable all ----------
 log "scale ..."
 if [ "$QUICK" = 1 ]; then
-	SIZES="1000 10000" PROCS=1 ROUNDS=3 bench/scale.sh "$BUILD" "$OUT" > "$OUT/scale.md"
+	SIZES="1000 10000" PROCS=1 ROUNDS=3 bench/scale.sh "$BUILD" "$OUT" > "$OUT/scale-table.txt"
 else
-	SIZES="1000 3000 10000 30000 100000" PROCS=3 ROUNDS=5 bench/scale.sh "$BUILD" "$OUT" > "$OUT/scale.md"
+	SIZES="1000 3000 10000 30000 100000" PROCS=3 ROUNDS=5 bench/scale.sh "$BUILD" "$OUT" > "$OUT/scale-table.txt"
 fi
 grep '^section=scale' "$OUT/scale/scale.txt" | tee -a "$RAW" | to_csv
 
 # ---- real programs (PROGRAMS=1: fetches and builds sources) -----------------
 if [ "${PROGRAMS:-0}" = 1 ]; then
 	log "programs ..."
-	bench/programs.sh "$BUILD" "$OUT" > "$OUT/programs.md"
+	bench/programs.sh "$BUILD" "$OUT" > "$OUT/programs-table.txt"
 	grep '^section=programs' "$OUT/programs.txt" | tee -a "$RAW" | to_csv
 fi
 
@@ -171,16 +171,16 @@ done
 	done
 	echo "## floor"
 	echo
-	grep -v '^summary' "$OUT/floor.md"
+	grep -v '^summary' "$OUT/floor-table.txt"
 	echo
 	echo "## scale"
 	echo
-	cat "$OUT/scale.md"
+	cat "$OUT/scale-table.txt"
 	echo
-	if [ -s "$OUT/programs.md" ] && [ "${PROGRAMS:-0}" = 1 ]; then
+	if [ -s "$OUT/programs-table.txt" ] && [ "${PROGRAMS:-0}" = 1 ]; then
 		echo "## programs"
 		echo
-		cat "$OUT/programs.md"
+		cat "$OUT/programs-table.txt"
 		echo
 	fi
 	echo "## ratios"
