@@ -159,7 +159,7 @@ run_mode() {	# program mode -> "wall_s cpu_s" (CPU: user + system of every proce
 	if [ "$m" = usft ]; then
 		sed -n 's/^usft: \([0-9]*\) events, \([0-9]*\) lost.*/\1 \2/p' "$W/$p/usft.err" | head -1 > "$W/lost"
 	fi
-	awk '{ printf "%.4f %.4f", $1, $2 + $3 }' "$W/time"
+	awk '{ printf "%.4f %.4f\n", $1, $2 + $3 }' "$W/time"
 }
 median() { tr ' ' '\n' | grep . | sort -g | awk '{ a[NR] = $1 } END { print NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 
@@ -189,7 +189,7 @@ for p in $PROGRAMS; do
 		v=$(echo "${T[$m]}" | median)
 		c=$(echo "${C[$m]}" | median)
 		line="$line ${m}_s=$v ${m}_x=$(awk -v a="$v" -v b="$base" 'BEGIN { printf "%.2f", a / b }')"
-		line="$line ${m}_cpu_s=$c ${m}_cpu_x=$(awk -v a="$c" -v b="$cbase" 'BEGIN { printf "%.2f", b > 0 ? a / b : 0 }')"
+		line="$line ${m}_cpu_s=$c ${m}_cpu_x=$(awk -v a="$c" -v b="$cbase" 'BEGIN { printf "%.2f", (b > 0) ? a / b : 0 }')"
 	done
 	echo "$line usft_events=$events usft_lost=$lost" | tee -a "$RAW"
 	unset T C
