@@ -295,7 +295,7 @@ void sched_init(int nr_cpus)
 		struct rq *rq = cpu_rq(cpu);
 		struct task_struct *idle = &idle_tasks[cpu];
 
-		snprintf(idle->comm, sizeof(idle->comm), "swapper/%d", cpu);
+		snprintf(idle->comm, sizeof(idle->comm), "swapper/%u", (unsigned char)cpu);	/* cpu < TOY_MAX_CPUS */
 		rq->cpu = cpu;
 		rq->idle = rq->curr = idle;
 	}
