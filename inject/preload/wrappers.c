@@ -270,20 +270,14 @@ EXPORT int dlclose(void *handle)
  * program's calls to dlclose() and dlopen() bind to libc's: the runtime
  * would never hear of an unload (a batch could then write into text that
  * is gone or now belongs to another object) nor trace a loaded object's
- * functions at once.  So each loaded object's GOT entry for them (a
- * JUMP_SLOT or GLOB_DAT relocation) that holds the definition the loader
- * found, or still its own lazy PLT stub, gets the shim's: what symbol
- * interposition gives a preloaded shim.  One aligned pointer store each;
- * a RELRO page is made writable for it and read-only again.
+ * functions at once.  So each loaded object's GOT entry for them (an
+ * aligned pointer slot, outside its code, that a dynamic relocation of the
+ * symbol fills: JUMP_SLOT, GLOB_DAT, or a plain pointer) that holds the
+ * definition the loader found, or still its own lazy PLT stub, gets the
+ * shim's: what symbol interposition gives a preloaded shim.  One aligned
+ * pointer store each; a RELRO page is made writable for it and read-only
+ * again.  (No relocation type is named: they are per architecture.)
  */
-#if defined(__x86_64__)
-#define R_JUMP_SLOT R_X86_64_JUMP_SLOT
-#define R_GLOB_DAT R_X86_64_GLOB_DAT
-#elif defined(__aarch64__)
-#define R_JUMP_SLOT R_AARCH64_JUMP_SLOT
-#define R_GLOB_DAT R_AARCH64_GLOB_DAT
-#endif
-
 static const struct {
 	const char *name;
 	void *shim;
@@ -312,8 +306,9 @@ static void bind_slot(unsigned long lo, unsigned long hi, unsigned long relro_lo
 	unsigned long page = (unsigned long)slot & ~((unsigned long)getpagesize() - 1);
 	bool ro = (unsigned long)slot >= relro_lo && (unsigned long)slot < relro_hi;
 
-	if (v != (unsigned long)def && !(v >= lo && v < hi))
-		return;		/* someone else's interposer, or ours: leave it */
+	if ((unsigned long)slot % sizeof(void *) ||
+	    (v != (unsigned long)def && !(v >= lo && v < hi)))
+		return;		/* not a pointer slot; someone else's interposer, or ours */
 	if (ro && mprotect((void *)page, getpagesize(), PROT_READ | PROT_WRITE))
 		return;
 	__atomic_store_n(slot, shim, __ATOMIC_RELEASE);
@@ -326,7 +321,8 @@ static int bind_cb(struct dl_phdr_info *info, size_t size, void *data)
 {
 	ElfW(Addr) symtab = 0, strtab = 0, rel[2] = { 0, 0 };
 	ElfW(Xword) relsz[2] = { 0, 0 };
-	unsigned long lo = ~0UL, hi = 0, relro_lo = 0, relro_hi = 0;
+	unsigned long lo = ~0UL, hi = 0, relro_lo = 0, relro_hi = 0, xlo[4], xhi[4];
+	int nx = 0;
 	const char *base = strrchr(info->dlpi_name, '/');
 	const ElfW(Dyn) *dyn = NULL;
 	struct bind_ctx *c = data;
@@ -351,6 +347,10 @@ static int bind_cb(struct dl_phdr_info *info, size_t size, void *data)
 		if (ph->p_type == PT_LOAD) {
 			lo = a < lo ? a : lo;
 			hi = a + ph->p_memsz > hi ? a + ph->p_memsz : hi;
+			if ((ph->p_flags & PF_X) && nx < 4) {
+				xlo[nx] = a;
+				xhi[nx++] = a + ph->p_memsz;
+			}
 		}
 	}
 	for (; dyn && dyn->d_tag != DT_NULL; dyn++) {
@@ -369,10 +369,13 @@ static int bind_cb(struct dl_phdr_info *info, size_t size, void *data)
 		const ElfW(Rela) *r = (const ElfW(Rela) *)rel[k];
 
 		for (size_t i = 0; r && i < relsz[k] / sizeof(*r); i++) {
-			unsigned long type = ELF64_R_TYPE(r[i].r_info);
 			const ElfW(Sym) *sym = (const ElfW(Sym) *)symtab + ELF64_R_SYM(r[i].r_info);
+			unsigned long at = info->dlpi_addr + r[i].r_offset;
+			bool in_code = false;
 
-			if ((type != R_JUMP_SLOT && type != R_GLOB_DAT) || !ELF64_R_SYM(r[i].r_info))
+			for (int x = 0; x < nx; x++)
+				in_code |= at >= xlo[x] && at < xhi[x];
+			if (!ELF64_R_SYM(r[i].r_info) || in_code)
 				continue;
 			for (size_t b = 0; b < NR_BIND; b++)
 				if (c->def[b] &&
