@@ -233,6 +233,7 @@ static uint64_t count_events(const uint64_t *w, size_t n, size_t *used)
 
 struct salvage_sum {
 	uint64_t events, lost;
+	uint64_t written;	/* events the writer had written out, all slots */
 	unsigned int threads;
 };
 
@@ -246,10 +247,17 @@ static void salvage_slot(int fd, const struct ringmap *r, size_t i, const struct
 	struct iovec iov;
 	bool pend;
 
-	if (b->state != TBUF_LIVE && b->state != TBUF_DEAD)
+	if (b->state != TBUF_LIVE && b->state != TBUF_DEAD) {
+		sum->written += b->events_written;	/* earlier threads of the slot */
 		return;
-	if (fl && fl->written)
-		consumed = b->writing;	/* the chunk made it; the writer died after */
+	}
+	/* the writer died inside a drain of this slot: where it really was */
+	if (fl) {
+		consumed = fl->written ? b->writing : b->writing_from;
+		sum->written += b->events_before + (fl->written ? b->writing_events : 0);
+	} else {
+		sum->written += b->events_written;
+	}
 	if (commit < consumed || commit - consumed > size || (commit & 7) || (consumed & 7))
 		return;		/* not a state the producer leaves: nothing to trust */
 	/* died inside a callback: the event it was writing never was */
@@ -350,9 +358,10 @@ static void salvage_file(int fd, const char *path, uint64_t *total)
 	for (size_t i = 0; fl && i < r.f->nr_slots; i++) {
 		const struct usft_tbuf *b = ring_slot(&r, i);
 
-		if (b->writing && b->writing > b->consumed && b->writing - b->consumed <= r.f->ring_bytes)
+		if (b->writing && b->writing > b->writing_from &&
+		    b->writing - b->writing_from <= r.f->ring_bytes)
 			fl[nfl++] = (struct inflight){ i, r.f->pid, (uint32_t)b->tid,
-						       b->writing - b->consumed, false };
+						       b->writing - b->writing_from, false };
 	}
 	check_tail(fd, fl, nfl);
 	for (size_t i = 0, k = 0; i < r.f->nr_slots; i++) {
@@ -363,7 +372,7 @@ static void salvage_file(int fd, const char *path, uint64_t *total)
 		salvage_slot(fd, &r, i, mine, &sum);
 	}
 	snprintf(text, sizeof(text), "events=%llu\nlost=%llu\nno_slot=%llu\nthreads=%llu\n"
-		 "salvaged=%llu\n", (unsigned long long)(r.f->events + sum.events),
+		 "salvaged=%llu\n", (unsigned long long)(sum.written + sum.events),
 		 (unsigned long long)(r.f->lost + sum.lost), (unsigned long long)r.f->no_slot,
 		 (unsigned long long)r.f->threads, (unsigned long long)sum.events);
 	put_text(fd, USFT_CHUNK_END, r.f->pid, text);

@@ -31,10 +31,13 @@
 
 /* ---- report, stat --------------------------------------------------------------- */
 
-/* the trace file @input, read; Return: 0, or USFT_EXIT_FAIL after a message */
-static int read_trace(const char *input, struct usft_trace *t)
+/*
+ * the trace file @input, read (@stream: its events left in the file for an
+ * iterator); Return: 0, or USFT_EXIT_FAIL after a message
+ */
+static int read_trace(const char *input, struct usft_trace *t, bool stream)
 {
-	int r = usft_trace_read(input, t, true);
+	int r = stream ? usft_trace_open(input, t) : usft_trace_read(input, t, true);
 
 	if (r == -ENODATA) {
 		fprintf(stderr, "usft: %s is empty: nothing was recorded in it (a program without "
@@ -216,7 +219,9 @@ static int cmd_report(int argc, char **argv)
 		return usft_usage_error("report", "--format trace-cmd writes a file: add -o FILE.dat");
 	if ((why = usft_view_check(&vo)))
 		return usft_usage_error("report", "%s", why);
-	r = read_trace(input, &t);
+	/* the kernel's text formats stream: memory does not follow the trace's size */
+	r = read_trace(input, &t, !view && !tracecmd && !strcmp(format, "text") && !vo.pids &&
+		       !vo.tids);
 	if (r)
 		return r;
 	usft_trace_select(&t, vo.pids, vo.tids);
@@ -310,7 +315,7 @@ static int cmd_info(int argc, char **argv)
 	if (optind < argc)
 		return usft_usage_error("info", "unexpected argument '%s'", argv[optind]);
 	usft_trace_name_hook = demangle_simple;
-	r = read_trace(input, &t);
+	r = read_trace(input, &t, false);
 	if (r)
 		return r;
 	r = usft_print_info(stdout, &t, input);

@@ -204,6 +204,7 @@ void usft_tbuf_pool_trim(void)
 
 		if (!b->size || !b->data)
 			continue;
+		b->events_written = 0;
 		if (ring_file && ring_fd >= 0) {
 			/* shared: the file's pages go; a late write re-populates first */
 			__atomic_store_n(&b->limit, 0, __ATOMIC_RELAXED);

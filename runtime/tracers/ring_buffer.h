@@ -93,8 +93,15 @@ struct usft_tbuf {
 	 * rings the producer never writes past it
 	 */
 	unsigned long populated;
-	/* writer: the end of the EVENTS chunk being written, 0 none (salvage) */
+	/*
+	 * Writer, for a salvage after a death at any point of a drain: events
+	 * written out of this slot in this session, and the chunk being
+	 * written now: ring bytes [writing_from, writing) holding
+	 * writing_events events, events_written before it (writing 0: none).
+	 */
 	unsigned long writing;
+	unsigned long writing_from;
+	unsigned long long events_written, events_before, writing_events;
 	unsigned long prefault_last;	/* head at the writer's last pass */
 
 	/* geometry, fixed when the pool is made */

@@ -113,8 +113,12 @@ static void print_function(FILE *out, struct usft_trace *t, unsigned int flags)
 		fprintf(out, "#           TASK-PID     CPU#     TIMESTAMP  FUNCTION\n"
 			     "#              | |         |         |         |\n");
 	}
-	for (size_t i = 0; i < t->nev; i++) {
-		const struct usft_revent *e = &t->ev[i];
+	struct usft_trace_iter *it = usft_trace_iter_new(t);
+	const struct usft_revent *e;
+
+	if (!it)
+		return;
+	while ((e = usft_trace_iter_next(it))) {
 		unsigned long long us = e->ts / 1000;
 
 		if (usft_rev_type(e) == EV_LOST) {
@@ -129,6 +133,7 @@ static void print_function(FILE *out, struct usft_trace *t, unsigned int flags)
 			sym_name(t, e, usft_rev_ip(e), b1, sizeof(b1)),
 			sym_name(t, e, e->aux, b2, sizeof(b2)));
 	}
+	usft_trace_iter_free(it);
 }
 
 /* ---- function_graph ------------------------------------------------------------ */
@@ -229,79 +234,30 @@ static bool gthread_reserve(struct gthread *g, unsigned int depth)
 	return true;
 }
 
-/* index of the next event of the same thread, or SIZE_MAX */
-static size_t *next_same_thread(struct usft_trace *t)
-{
-	size_t *next = malloc(t->nev * sizeof(size_t) + 1);
-	struct last { uint32_t tid; uint32_t sess; size_t idx; struct last *n; } **tab;
-	size_t nb = thread_buckets(t);
-
-	if (!next)
-		return NULL;
-	tab = calloc(nb, sizeof(*tab));
-	if (!tab) {
-		free(next);
-		return NULL;
-	}
-	for (size_t i = t->nev; i-- > 0;) {
-		const struct usft_revent *e = &t->ev[i];
-		size_t h = thread_hash(e->sess, e->tid, nb);
-		struct last *l;
-
-		for (l = tab[h]; l; l = l->n)
-			if (l->tid == e->tid && l->sess == e->sess)
-				break;
-		if (!l) {
-			l = calloc(1, sizeof(*l));
-			if (!l)
-				break;
-			l->tid = e->tid;
-			l->sess = e->sess;
-			l->idx = SIZE_MAX;
-			l->n = tab[h];
-			tab[h] = l;
-		}
-		next[i] = l->idx;
-		l->idx = i;
-	}
-	for (size_t i = 0; i < nb; i++)
-		while (tab[i]) {
-			struct last *n = tab[i]->n;
-
-			free(tab[i]);
-			tab[i] = n;
-		}
-	free(tab);
-	return next;
-}
-
 static void print_graph(FILE *out, struct usft_trace *t, unsigned int flags)
 {
 	const size_t nb = thread_buckets(t);
 	struct gthread **tab = calloc(nb, sizeof(*tab));
-	size_t *next = next_same_thread(t);
-	unsigned char *done = calloc(t->nev + 1, 1);
+	struct usft_trace_iter *it = usft_trace_iter_new(t);
+	const struct usft_revent *e;
 	int cw = cpu_width(t);
 	bool have_prev = false, vals = t->nvals > 0;
 	uint32_t prev_tid = 0, prev_sess = 0;
 	char nb1[32];
 
-	if (!tab || !next || !done)
+	if (!tab || !it)
 		goto out;
 	if (!(flags & USFT_PRINT_NO_HEADER)) {
 		print_header(out, t, "function_graph");
 		fprintf(out, "# CPU  TASK/PID         DURATION                  FUNCTION CALLS\n"
 			     "# |     |    |           |   |                     |   |   |   |\n");
 	}
-	for (size_t i = 0; i < t->nev; i++) {
-		const struct usft_revent *e = &t->ev[i];
+	while ((e = usft_trace_iter_next(it))) {
 		unsigned int type = usft_rev_type(e), depth = usft_rev_depth(e);
 		uint64_t ip = usft_rev_ip(e);
 		struct gthread *g;
 		const char *name;
 
-		if (done[i])
-			continue;
 		if (type == EV_LOST) {
 			fprintf(out, "TID:%u [LOST %" PRIu64 " EVENTS]\n", e->tid, e->aux);
 			continue;
@@ -325,8 +281,7 @@ static void print_graph(FILE *out, struct usft_trace *t, unsigned int flags)
 		name = sym_name(t, e, ip, nb1, sizeof(nb1));
 		print_prefix(out, t, e, cw);
 		if (type == EV_GRAPH_ENT) {
-			size_t n = next[i];
-			const struct usft_revent *r = n != SIZE_MAX ? &t->ev[n] : NULL;
+			const struct usft_revent *r = usft_trace_iter_peek_same(it);
 			unsigned int rt = r ? usft_rev_type(r) : 0;
 
 			const char *args = vals ? usft_trace_values(t, e, USFT_DATA_ARGS) : NULL;
@@ -346,7 +301,7 @@ static void print_graph(FILE *out, struct usft_trace *t, unsigned int flags)
 				if (raw)
 					fputs(" */", out);
 				fputc('\n', out);
-				done[n] = 1;
+				usft_trace_iter_drop_same(it);
 				continue;
 			}
 			if (gthread_reserve(g, depth)) {
@@ -388,8 +343,7 @@ out:
 			}
 		free(tab);
 	}
-	free(next);
-	free(done);
+	usft_trace_iter_free(it);
 }
 
 /* ---- profile ---------------------------------------------------------------- */

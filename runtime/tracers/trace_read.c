@@ -113,6 +113,8 @@ static void session_set(struct usft_rsession *s, const char *key, size_t klen,
 		s->base_ns = strtoull(val, NULL, 10);
 	else if (KEY("nr_cpus"))
 		s->nr_cpus = atoi(val);
+	else if (KEY("values"))
+		s->values = atoi(val) != 0;
 #undef KEY
 }
 
@@ -507,8 +509,46 @@ static void parse_events(struct usft_trace *t, int si, int tid, uint64_t lost,
 	}
 }
 
+/* what read_chunks() does with EVENTS payloads */
+enum read_mode { READ_COUNT, READ_LOAD, READ_INDEX };
+
+static int read_chunks(int fd, struct usft_trace *t, enum read_mode mode);
+
 int usft_trace_read_fd(int fd, struct usft_trace *t, bool load_events)
 {
+	return read_chunks(fd, t, load_events ? READ_LOAD : READ_COUNT);
+}
+
+int usft_trace_open(const char *path, struct usft_trace *t)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC), ret;
+	struct stat st;
+
+	memset(t, 0, sizeof(*t));
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		ret = read_chunks(fd, t, READ_LOAD);
+		close(fd);
+		return ret;
+	}
+	/* the index keeps its own descriptor (dup'd) */
+	ret = read_chunks(fd, t, READ_INDEX);
+	for (size_t i = 0; !ret && i < t->nsess; i++) {
+		if (!t->sess[i].values)
+			continue;
+		/* arguments are kept by event: those traces are loaded */
+		usft_trace_free(t);
+		ret = lseek(fd, 0, SEEK_SET) ? -errno : read_chunks(fd, t, READ_LOAD);
+		break;
+	}
+	close(fd);
+	return ret;
+}
+
+static int read_chunks(int fd, struct usft_trace *t, enum read_mode mode)
+{
+	bool load_events = mode == READ_LOAD;
 	struct usft_chunk_hdr h;
 	struct pid_map pids = { 0 };
 	struct stat st;
@@ -553,6 +593,30 @@ int usft_trace_read_fd(int fd, struct usft_trace *t, bool load_events)
 			else
 				t->truncated = true;
 			break;
+		}
+		if (mode == READ_INDEX && h.type == USFT_CHUNK_EVENTS && left != UINT64_MAX) {
+			off_t at = lseek(fd, 0, SEEK_CUR);
+			int si = find_session(&pids, h.pid);
+
+			left -= h.size;
+			chunks++;
+			if (at < 0 || lseek(fd, (off_t)h.size, SEEK_CUR) < 0) {
+				ret = -errno;
+				break;
+			}
+			if (si < 0)
+				continue;
+			if (h.arg) {
+				t->sess[si].lost += h.arg;
+				t->lost += h.arg;
+			}
+			r = usft_rindex_add(t, fd, (unsigned int)si, h.tid,
+					    (uint64_t)at - sizeof(h), t->sess[si].epoch);
+			if (r) {
+				ret = r;
+				break;
+			}
+			continue;
 		}
 		r = read_payload(fd, &buf, &cap, h.size);
 		if (r < 0) {
@@ -614,6 +678,9 @@ int usft_trace_read_fd(int fd, struct usft_trace *t, bool load_events)
 			ns = strstr(buf, "salvaged=");
 			if (ns)
 				s->salvaged = strtoull(ns + 9, NULL, 10);
+			ns = strstr(buf, "events=");
+			if (ns)
+				s->end_events = strtoull(ns + 7, NULL, 10);
 			break;
 		}
 		case USFT_CHUNK_EXIT:
@@ -634,6 +701,15 @@ int usft_trace_read_fd(int fd, struct usft_trace *t, bool load_events)
 	}
 	for (size_t i = 0; i < t->nsess; i++)
 		finish_tasks(&t->sess[i]);
+	if (mode == READ_INDEX) {
+		/* counts without reading the events: END's, or the chunks' own */
+		t->events = 0;
+		for (size_t i = 0; i < t->nsess; i++)
+			t->sess[i].events = t->sess[i].ended ? t->sess[i].end_events : 0;
+		usft_rindex_count(t);
+		for (size_t i = 0; i < t->nsess; i++)
+			t->events += t->sess[i].events;
+	}
 	return 0;
 }
 
@@ -676,6 +752,7 @@ void usft_trace_free(struct usft_trace *t)
 	for (size_t i = 0; i < t->nvals; i++)
 		free(t->vals[i].text);
 	free(t->vals);
+	usft_rindex_free(t->index);
 	memset(t, 0, sizeof(*t));
 }
 

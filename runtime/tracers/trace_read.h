@@ -53,6 +53,8 @@ struct usft_rsession {
 	uint64_t events, lost;	/* counted while reading */
 	uint64_t no_slot;	/* events dropped for want of a ring (END) */
 	uint64_t salvaged;	/* events usft record recovered from its rings after its death */
+	uint64_t end_events;	/* the last END's events= (usft_trace_open() counts with it) */
+	bool values;		/* SESSION values=1: EV_DATA (arguments) may follow events */
 	bool ended;		/* an END chunk was seen */
 	char *text;		/* the SESSION chunk as written (key=value lines: usft info) */
 	/* how it ended (EXIT): "exited 0", "killed by SIGSEGV (core dumped)"; NULL unknown */
@@ -103,6 +105,8 @@ struct usft_trace {
 	uint64_t events, lost;	/* totals */
 	bool truncated;		/* the file ends inside a chunk */
 	bool sorted;
+	/* usft_trace_open(): events stay in the file, read by an iterator */
+	struct usft_rindex *index;
 };
 
 /**
@@ -118,6 +122,43 @@ int usft_trace_read_fd(int fd, struct usft_trace *t, bool load_events);
 void usft_trace_free(struct usft_trace *t);
 /* order events by time (stable per thread) */
 void usft_trace_sort(struct usft_trace *t);
+
+/**
+ * usft_trace_open() - @path's sessions, names, tasks, profiles and counts,
+ * with its events left in the file: one pass over the chunk headers (the
+ * EVENTS payloads are skipped), an index of 16 bytes per EVENTS chunk.
+ * usft_trace_iter_new() then streams them.  A file that is not a regular
+ * file (a pipe) is read as usft_trace_read(..., true) does.
+ * Return: as usft_trace_read().
+ */
+int usft_trace_open(const char *path, struct usft_trace *t);
+
+/*
+ * The events of a trace in time order (ties: session, tid, file order),
+ * one at a time, whether they were loaded (usft_trace_read()) or left in
+ * the file (usft_trace_open()): memory is one read window and a reorder
+ * window of USFT_ITER_REORDER events per thread.  A thread's own events
+ * are ordered within that window (a signal handler's events written before
+ * the interrupted entry are out of order by a few events; the writer never
+ * leaves more).
+ */
+#define USFT_ITER_REORDER	16
+struct usft_trace_iter;
+struct usft_trace_iter *usft_trace_iter_new(struct usft_trace *t);
+/* the next event, NULL at the end (or a read error: usft_trace_iter_error()) */
+const struct usft_revent *usft_trace_iter_next(struct usft_trace_iter *it);
+/* the event after the last one returned, of the same thread (NULL: none); _drop_same() skips it */
+const struct usft_revent *usft_trace_iter_peek_same(struct usft_trace_iter *it);
+void usft_trace_iter_drop_same(struct usft_trace_iter *it);
+int usft_trace_iter_error(const struct usft_trace_iter *it);	/* 0 or -errno */
+void usft_trace_iter_free(struct usft_trace_iter *it);
+
+/* trace_stream.c, called by the reader: an EVENTS chunk at @off left in the file */
+int usft_rindex_add(struct usft_trace *t, int fd, unsigned int sess, uint32_t tid, uint64_t off,
+		    uint16_t epoch);
+void usft_rindex_free(struct usft_rindex *x);
+/* the events of the sessions no END counted, counted from their chunks */
+void usft_rindex_count(struct usft_trace *t);
 
 /*
  * Set by the command before a read: names are passed through it as they are

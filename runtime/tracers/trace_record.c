@@ -443,7 +443,7 @@ static void drain_slot(struct usft_tbuf *b)
 	unsigned long commit = __atomic_load_n(&b->commit, __ATOMIC_ACQUIRE);
 	unsigned long from = b->consumed;
 	unsigned long lost = __atomic_load_n(&b->lost, __ATOMIC_RELAXED);
-	unsigned long len, off, first;
+	unsigned long len, off, first, ev;
 	struct iovec iov[2];
 	int t;
 
@@ -455,7 +455,8 @@ static void drain_slot(struct usft_tbuf *b)
 	len = commit - from;
 	off = from & (b->size - 1);
 	first = len < b->size - off ? len : b->size - off;
-	S.events += scan_events(b, from, commit);
+	ev = scan_events(b, from, commit);
+	S.events += ev;
 	/* the names before the events that use them: a process that ends
 	 * without a word (an exec of an attached process, a kill) leaves no
 	 * address without its name */
@@ -463,10 +464,14 @@ static void drain_slot(struct usft_tbuf *b)
 	iov[0] = (struct iovec){ (char *)b->data + off, first };
 	iov[1] = (struct iovec){ (char *)b->data, len - first };
 	/* a salvage after a death inside this write knows what it held */
+	b->events_before = b->events_written;
+	b->writing_from = from;
+	b->writing_events = ev;
 	__atomic_store_n(&b->writing, commit, __ATOMIC_RELEASE);
 	write_chunk(USFT_CHUNK_EVENTS, b->tid, lost - b->lost_seen, iov, 2);
 	S.lost += lost - b->lost_seen;
 	__atomic_store_n(&b->lost_seen, lost, __ATOMIC_RELEASE);
+	b->events_written += ev;
 	__atomic_store_n(&b->consumed, commit, __ATOMIC_RELEASE);
 	__atomic_store_n(&b->writing, 0, __ATOMIC_RELEASE);
 	S.drained += len;
@@ -808,11 +813,14 @@ static void write_session(int ppid)
 	snprintf(text, len,
 		 "version=%s\ntracer=%s\npid=%d\nppid=%d\ncomm=%s\nexe=%s\ncmdline=%s\n"
 		 "clock=%s\nbase_ns=%llu\nnr_cpus=%ld\nbuffer_size=%zu\nfilter=%s\n"
-		 "notrace=%s\ngraph_funcs=%s\nmax_depth=%d\nunmatched=%s\n",
+		 "notrace=%s\ngraph_funcs=%s\nmax_depth=%d\nunmatched=%s\nvalues=%d\n",
 		 USFT_VERSION_STRING, S.tracer->name, S.pid, ppid, comm, exe, cmdline,
 		 usft_trace_clock_name(), usft_trace_base, sysconf(_SC_NPROCESSORS_CONF),
 		 o->buffer_size, o->filter ? o->filter : "", o->notrace_list ? o->notrace_list : "",
-		 o->graph_funcs ? o->graph_funcs : "", o->max_depth, S.unmatched);
+		 o->graph_funcs ? o->graph_funcs : "", o->max_depth, S.unmatched,
+		 /* EV_DATA records may follow events: readers that stream load instead */
+		 (o->args_spec && *o->args_spec) || (o->retval_spec && *o->retval_spec) ||
+		 o->funcgraph_retval);
 	write_text_chunk(USFT_CHUNK_SESSION, text);
 	free(text);
 }

@@ -62,6 +62,7 @@ def read_trace(path):
     with open(path, "rb") as f:
         data = f.read()
     names, words, last, pos, exitinfo = {}, {}, {}, 0, ""
+    total = 0
     while pos + 32 <= len(data):
         magic, ver, typ, pid, tid, size, arg = struct.unpack_from("<4sHHIIQQ", data, pos)
         check(magic == b"USFT" and pos + 32 + size <= len(data),
@@ -87,13 +88,14 @@ def read_trace(path):
             n = {1: 3, 2: 2, 3: 2, 4: 2, 5: 3, 6: 3}.get(typ, 0)
             if not n:
                 break
+            total += 2 if typ in (5, 6) else 1
             if typ in (1, 2, 5, 6):     # a call: FUNC, graph entry, leaf
                 name = names.get(w[k + 1] & ((1 << 48) - 1), "?")
                 calls.setdefault(name, {}).setdefault(tid, 0)
                 calls[name][tid] += 1
                 last[tid] = name
             k += n
-    return calls, last, exitinfo
+    return calls, last, exitinfo, total
 
 
 def one(i, rnd, work):
@@ -127,7 +129,7 @@ def one(i, rnd, work):
           % (i, mode, p.returncode, want_rc, err))
     pr = progress(prog)
     check(pr is not None, "run %d: no progress file" % i)
-    calls, last, exitinfo = read_trace(out)
+    calls, last, exitinfo, total = read_trace(out)
     main_tid = min(calls.get("crash_here", calls.get("step", {0: 0})))
     main = sum(calls.get("step", {}).values())
     second = sum(calls.get("step2", {}).values())
@@ -151,6 +153,9 @@ def one(i, rnd, work):
         check(count(text, tracer, "step") == main,
               "%s: report shows %d step() calls, the file holds %d"
               % (what, count(text, tracer, "step"), main))
+        m = re.search(r"entries-written: (\d+)/", text)
+        check(m and int(m.group(1)) == total, "%s: the header counts %s events, the file "
+              "holds %d" % (what, m and m.group(1), total))
     os.unlink(out)
     os.unlink(prog)
     return mode
@@ -174,6 +179,49 @@ def case_crash_safe():
     check(re.search(r"tracee-crash-\d+ killed by SIGSEGV( \(core dumped\))?; \d+ events "
                     r"recovered", err), "the summary does not say how it ended:\n" + err)
     print("%d runs: %s" % (RUNS, ", ".join("%s %d" % kv for kv in sorted(modes.items()))))
+
+
+def max_rss_kb(cmd, lines=None):
+    """run @cmd (its output read, or only its first @lines lines); its max RSS"""
+    p = subprocess.Popen(cmd, env=env(), cwd=e2e.ARGS.work, stdout=subprocess.PIPE,
+                         stderr=subprocess.DEVNULL)
+    n = 0
+    for _ in p.stdout:
+        n += 1
+        if lines and n >= lines:
+            break
+    p.stdout.close()
+    _, status, ru = os.wait4(p.pid, 0)
+    return ru.ru_maxrss, n, status
+
+
+def case_report_stream():
+    """usft report's text formats stream the events from the file: its memory
+    does not follow the trace's size, `| head` needs only the first events,
+    and the output is the one the loading reader gives."""
+    work = e2e.ARGS.work
+    out = os.path.join(work, "big.dat")
+    rc, _, err = e2e.usft("record", "-p", "function", "-o", out, "--", tracee("loop"), "3000000")
+    check(rc == 0 and "3000001 events, 0 lost" in err, "record: %d %s" % (rc, err))
+    size_mb = os.path.getsize(out) >> 20
+    rss, n, _ = max_rss_kb([e2e.ARGS.usft, "report", "-i", out], lines=5)
+    check(n == 5 and rss < 48 * 1024, "report | head: %d lines, max RSS %d KB (%d MB trace)"
+          % (n, rss, size_mb))
+    rss, n, st = max_rss_kb([e2e.ARGS.usft, "report", "-i", out])
+    check(st == 0 and n > 3000000 and rss < 48 * 1024,
+          "report: %d lines, max RSS %d KB for a %d MB trace" % (n, rss, size_mb))
+    print("report of a %d MB trace: max RSS %d KB" % (size_mb, rss))
+    os.unlink(out)
+    # the same lines as the loading reader (--tid loads): two threads, leaves, a crash
+    prog = os.path.join(work, "p")
+    for tracer in ("function_graph", "function"):
+        rc, _, err = e2e.usft("record", "-p", tracer, "-o", out, "--", tracee("crash"), "segv",
+                              "20000", prog)
+        rc, streamed, _ = e2e.usft("report", "-i", out)
+        tids = sorted(set(re.findall(r"tracee-crash-(\d+)", streamed)))
+        check(tids, "%s: no thread in the report" % tracer)
+        rc, loaded, _ = e2e.usft("report", "-i", out, "--tid", ",".join(tids))
+        check(streamed == loaded, "%s: streamed and loaded reports differ" % tracer)
 
 
 CASES = {k[5:]: v for k, v in globals().items() if k.startswith("case_")}
