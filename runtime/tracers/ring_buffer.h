@@ -326,6 +326,7 @@ unsigned int usft_tbuf_pool_slots(void);
 struct usft_tbuf *usft_tbuf_slot(unsigned int i);
 void usft_tbuf_release(struct usft_tbuf *b);	/* consumer: DEAD -> FREE */
 void usft_tbuf_prefault(struct usft_tbuf *b);	/* consumer: ring pages ahead */
+void usft_tbuf_prepare_free(void);		/* writer: free slots' first page */
 void usft_tbuf_atfork_child(void);
 unsigned long usft_tbuf_no_slot(void);	/* events dropped: no slot for the thread */
 /* called at thread exit, after the slot is handed back (the writer's wake-up) */

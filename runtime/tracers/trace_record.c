@@ -413,6 +413,24 @@ static inline uint64_t ring_word(struct usft_tbuf *b, unsigned long byte)
 }
 
 /* names for the addresses in [from, to) of @b; returns the events seen */
+/*
+ * Addresses named already, direct-mapped: most events repeat a few hot
+ * addresses, and a hash probe per event was most of the writer's time on a
+ * busy thread.  Cleared when names may go stale (dlclose) and per session.
+ */
+#define SEEN_SLOTS	1024
+static uint64_t sym_seen[SEEN_SLOTS];
+
+static inline void sym_note(uint64_t a)
+{
+	uint64_t *slot = &sym_seen[((a >> 4) ^ (a >> 14)) & (SEEN_SLOTS - 1)];
+
+	if (*slot != a) {
+		sym_lookup(a);
+		*slot = a;
+	}
+}
+
 static unsigned long scan_events(struct usft_tbuf *b, unsigned long from, unsigned long to)
 {
 	unsigned long n = 0;
@@ -429,9 +447,9 @@ static unsigned long scan_events(struct usft_tbuf *b, unsigned long from, unsign
 			from += words * 8;
 			continue;
 		}
-		sym_lookup(w1 & EV_IP_MASK);
+		sym_note(w1 & EV_IP_MASK);
 		if (type == EV_FUNC)
-			sym_lookup(ring_word(b, from + 16));
+			sym_note(ring_word(b, from + 16));
 		from += words * 8;
 		n += type == EV_GRAPH_LEAF || type == EV_GRAPH_LEAF_GONE ? 2 : 1;
 	}
@@ -557,6 +575,7 @@ static void drain_all(void)
 	}
 	flush_syms();
 	ring_totals();
+	usft_tbuf_prepare_free();
 }
 
 /* ---- snapshot: tasks, profile, END ------------------------------------- */
@@ -827,6 +846,7 @@ static void write_session(int ppid)
 
 static void session_reset_writer_state(void)
 {
+	memset(sym_seen, 0, sizeof(sym_seen));
 	for (size_t i = 0; i < S.sym_cap; i++)
 		free((void *)S.syms[i].name);
 	free(S.syms);
@@ -1152,6 +1172,7 @@ void usft_tracer_unmapped(unsigned long lo, unsigned long hi)
 			any = true;
 		}
 	}
+	memset(sym_seen, 0, sizeof(sym_seen));
 	if (any)
 		write_chunk(USFT_CHUNK_UNMAP, 0, lo, &iov, 1);
 	pthread_mutex_unlock(&S.lock);
