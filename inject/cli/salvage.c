@@ -47,6 +47,40 @@ static bool on_tmpfs(const char *dir)
 	return !statfs(dir, &sf) && sf.f_type == TMPFS_MAGIC && !access(dir, W_OK);
 }
 
+/*
+ * The directories of recorders that died before removing theirs (a usft
+ * record killed itself): "usft-rings-PID-XXXXXX" of a PID that is gone,
+ * owned by us.  Their ring files were nobody's to salvage any more.
+ */
+static void remove_stale(const char *base)
+{
+	DIR *dp = opendir(base);
+	struct dirent *d;
+
+	while (dp && (d = readdir(dp))) {
+		char path[PATH_MAX], file[PATH_MAX];
+		struct stat st;
+		DIR *in;
+		int pid;
+
+		if (sscanf(d->d_name, "usft-rings-%d-", &pid) != 1 || pid <= 0 ||
+		    !kill(pid, 0) || errno != ESRCH ||
+		    snprintf(path, sizeof(path), "%s/%s", base, d->d_name) >= (int)sizeof(path) ||
+		    lstat(path, &st) || !S_ISDIR(st.st_mode) || st.st_uid != getuid())
+			continue;
+		in = opendir(path);
+		while (in && (d = readdir(in)))
+			if (!strncmp(d->d_name, USFT_RING_FILE_PREFIX, strlen(USFT_RING_FILE_PREFIX)) &&
+			    snprintf(file, sizeof(file), "%s/%s", path, d->d_name) < (int)sizeof(file))
+				unlink(file);
+		if (in)
+			closedir(in);
+		rmdir(path);
+	}
+	if (dp)
+		closedir(dp);
+}
+
 int usft_rings_dir_make(char *dir, size_t len)
 {
 	const char *cand[3] = { "/dev/shm", getenv("XDG_RUNTIME_DIR"), NULL };
@@ -59,7 +93,8 @@ int usft_rings_dir_make(char *dir, size_t len)
 			base = tmp && *tmp ? tmp : "/tmp";	/* last: wherever TMPDIR is */
 		else if (!*base || !on_tmpfs(base))
 			continue;
-		if (snprintf(dir, len, "%s/usft-rings-XXXXXX", base) >= (int)len)
+		remove_stale(base);
+		if (snprintf(dir, len, "%s/usft-rings-%d-XXXXXX", base, (int)getpid()) >= (int)len)
 			continue;
 		if (mkdtemp(dir))
 			return 0;
