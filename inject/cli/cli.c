@@ -33,6 +33,8 @@ static const struct {
 	  "  -l, --filter GLOB        trace only matching functions (repeatable)\n"
 	  "  -n, --notrace GLOB       do not trace matching functions (repeatable)\n"
 	  "  -g, --graph-function F   function_graph: only F and what it calls (repeatable)\n"
+	  "  -N, --graph-notrace F    function_graph: not F nor what it calls, as the kernel's\n"
+	  "                           set_graph_notrace (repeatable)\n"
 	  "      --max-graph-depth N  function_graph: record N levels at most (0..1024)\n"
 	  "  -A, --argument F@ARGS    function_graph: show F's arguments, ARGS: arg1,arg2/s,\n"
 	  "                           fparg1, args (all; types from DWARF) (repeatable)\n"

@@ -124,6 +124,7 @@ int usft_cmd_record(int argc, char **argv)
 		{ "filter", required_argument, NULL, 'l' },
 		{ "notrace", required_argument, NULL, 'n' },
 		{ "graph-function", required_argument, NULL, 'g' },
+		{ "graph-notrace", required_argument, NULL, 'N' },
 		{ "max-graph-depth", required_argument, NULL, 'D' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "buffer-size", required_argument, NULL, 'b' },
@@ -144,7 +145,7 @@ int usft_cmd_record(int argc, char **argv)
 		{ 0 },
 	};
 	const char *tracer = "function", *output = "usft.dat", *clk = NULL;
-	char *filter = NULL, *notrace_list = NULL, *graph = NULL, *options = NULL;
+	char *filter = NULL, *notrace_list = NULL, *graph = NULL, *options = NULL, *graph_nt = NULL;
 	char *args_spec = NULL, *retval_spec = NULL, *triggers = NULL;
 	bool all_retval = false;
 	char preload[PATH_MAX], progpath[PATH_MAX], num[32];
@@ -161,7 +162,7 @@ int usft_cmd_record(int argc, char **argv)
 
 	optind = 1;
 	opterr = 0;	/* bad_option() says it, with the fix */
-	while ((c = getopt_long(argc, argv, "+:p:l:n:g:o:b:C:O:P:A:R:qh", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+:p:l:n:g:N:o:b:C:O:P:A:R:qh", lo, NULL)) != -1) {
 		switch (c) {
 		case 'p':
 			tracer = optarg;
@@ -174,6 +175,9 @@ int usft_cmd_record(int argc, char **argv)
 			break;
 		case 'g':
 			append(&graph, optarg);
+			break;
+		case 'N':
+			append(&graph_nt, optarg);
 			break;
 		case 'D':
 			if (!usft_cli_number("record", "--max-graph-depth", optarg, 0, USFT_MAX_GRAPH_DEPTH,
@@ -371,6 +375,8 @@ int usft_cmd_record(int argc, char **argv)
 			setenv("USFT_NOTRACE", notrace_list, 1);
 		if (graph)
 			setenv("USFT_GRAPH_FUNCS", graph, 1);
+		if (graph_nt)
+			setenv("USFT_GRAPH_NOTRACE", graph_nt, 1);
 		if (args_spec)
 			setenv("USFT_ARGS", args_spec, 1);
 		if (retval_spec)

@@ -12,6 +12,7 @@
  *   USFT_TRACER       function | function_graph | profile | nop
  *   USFT_FILTER       globs to trace (-l), USFT_NOTRACE globs not to (-n)
  *   USFT_GRAPH_FUNCS  function_graph below these functions only (-g)
+ *   USFT_GRAPH_NOTRACE function_graph: not these functions nor below them (-N)
  *   USFT_MAX_DEPTH    function_graph depth limit (--max-graph-depth), 0..1024
  *   USFT_ARGS         function_graph argument specs (-A), ';' between them;
  *                     USFT_RETVAL return-value specs (-R);
@@ -133,6 +134,7 @@ __attribute__((constructor)) static void usft_preload_init(void)
 	o.filter = getenv("USFT_FILTER");
 	o.notrace_list = getenv("USFT_NOTRACE");
 	o.graph_funcs = getenv("USFT_GRAPH_FUNCS");
+	o.graph_notrace = getenv("USFT_GRAPH_NOTRACE");
 	o.args_spec = getenv("USFT_ARGS");
 	o.retval_spec = getenv("USFT_RETVAL");
 	o.funcgraph_retval = (v = getenv("USFT_FUNCGRAPH_RETVAL")) && !strcmp(v, "1");

@@ -91,22 +91,26 @@ bool usft_reapply_filters(struct ftrace_ops *ops)
 	return any;
 }
 
-/* ---- -g: graph functions --------------------------------------------- */
+/* ---- -g / -N: graph functions and graph notrace ----------------------- */
 
 /*
- * The sites -g selects (kernel set_graph_function: the filter syntax, globs
- * included; a '!' token removes), a sorted array published for the entry
- * callback.  A re-resolve (dlopen) publishes a new array; the old ones are
- * freed by usft_free_graph_funcs() once the graph ops is unregistered.
+ * The sites -g (kernel set_graph_function) or -N (set_graph_notrace)
+ * selects, with the filter syntax, globs included; a '!' token removes: a
+ * sorted array published for the entry callback.  A re-resolve (dlopen)
+ * publishes a new array; the old ones are freed by usft_free_graph_funcs()
+ * once the graph ops is unregistered.
  */
 struct graph_set {
 	struct graph_set *old;
 	size_t n;
 	unsigned long ips[];
 };
+struct graph_list {
+	struct graph_set *set;
+	char *names;
+};
 #define MAX_GRAPH_SITES 65536
-static struct graph_set *graph_set;
-static char *saved_graph_names;
+static struct graph_list graph_fn, graph_nt;
 
 static int cmp_ip(const void *a, const void *b)
 {
@@ -133,24 +137,24 @@ static size_t graph_set_remove(struct graph_set *set, size_t n, const char *glob
 }
 
 /* Return: how many sites the names select (names matching nothing are skipped). */
-int usft_resolve_graph_funcs(const char *names)
+static int graph_list_resolve(struct graph_list *l, const char *names)
 {
 	char *copy, *g, *save = NULL;
 	struct graph_set *set;
 	size_t n = 0;
 
-	if (names && names != saved_graph_names) {
-		free(saved_graph_names);
-		saved_graph_names = strdup(names);
+	if (names && names != l->names) {
+		free(l->names);
+		l->names = strdup(names);
 	}
-	if (!saved_graph_names)
+	if (!l->names)
 		return 0;
 	set = malloc(sizeof(*set) + MAX_GRAPH_SITES * sizeof(set->ips[0]));
 	if (!set)
 		return 0;
 	/* adds first, then removals, whatever their order (kernel: one hash) */
 	for (int pass = 0; pass < 2; pass++) {
-		if (!(copy = strdup(saved_graph_names)))
+		if (!(copy = strdup(l->names)))
 			break;
 		for (g = strtok_r(copy, " \t\n,", &save); g; g = strtok_r(NULL, " \t\n,", &save)) {
 			int r;
@@ -177,17 +181,26 @@ int usft_resolve_graph_funcs(const char *names)
 			set = fit;
 	}
 	set->n = n;
-	set->old = graph_set;
-	__atomic_store_n(&graph_set, set, __ATOMIC_RELEASE);
+	set->old = l->set;
+	__atomic_store_n(&l->set, set, __ATOMIC_RELEASE);
 	return (int)n;
 }
 
-/* after unregister_ftrace_graph(): no reader is left */
-void usft_free_graph_funcs(void)
+int usft_resolve_graph_funcs(const char *names)
 {
-	struct graph_set *set = graph_set;
+	return graph_list_resolve(&graph_fn, names);
+}
 
-	__atomic_store_n(&graph_set, NULL, __ATOMIC_RELEASE);
+int usft_resolve_graph_notrace(const char *names)
+{
+	return graph_list_resolve(&graph_nt, names);
+}
+
+static void graph_list_free(struct graph_list *l)
+{
+	struct graph_set *set = l->set;
+
+	__atomic_store_n(&l->set, NULL, __ATOMIC_RELEASE);
 	while (set) {
 		struct graph_set *o = set->old;
 
@@ -196,11 +209,28 @@ void usft_free_graph_funcs(void)
 	}
 }
 
-bool usft_graph_func_match(unsigned long ip)
+/* after unregister_ftrace_graph(): no reader is left */
+void usft_free_graph_funcs(void)
 {
-	const struct graph_set *set = __atomic_load_n(&graph_set, __ATOMIC_ACQUIRE);
+	graph_list_free(&graph_fn);
+	graph_list_free(&graph_nt);
+}
+
+static inline bool graph_list_has(struct graph_list *l, unsigned long ip)
+{
+	const struct graph_set *set = __atomic_load_n(&l->set, __ATOMIC_ACQUIRE);
 
 	return set && bsearch(&ip, set->ips, set->n, sizeof(ip), cmp_ip);
+}
+
+bool usft_graph_func_match(unsigned long ip)
+{
+	return graph_list_has(&graph_fn, ip);
+}
+
+bool usft_graph_notrace_match(unsigned long ip)
+{
+	return graph_list_has(&graph_nt, ip);
 }
 
 /* ---- the function tracer --------------------------------------------- */

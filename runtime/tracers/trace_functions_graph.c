@@ -8,6 +8,9 @@
  * -g FUNC (kernel set_graph_function): only FUNC and what runs below it;
  * outside, the entry callback returns 0 so no return is hooked.
  * -D N (kernel max_graph_depth): frames at depth >= N are not recorded.
+ * -N FUNC (kernel set_graph_notrace): FUNC and everything below it are not
+ * recorded; the entry returns 1 with the thread's notrace mark set so that
+ * FUNC's return clears it (kernel trace_graph_entry(), TRACE_GRAPH_NOTRACE).
  * An entry written at once that does not fit in the ring is not hooked,
  * so its return is not recorded either (kernel: __trace_graph_entry()); an
  * entry kept back (below) that later finds the ring full is counted lost
@@ -19,10 +22,13 @@
 
 static int graph_max_depth;
 static bool graph_filter_on;
+static bool graph_notrace_on;		/* -N */
 static bool graph_args_on;		/* -A, -R or --funcgraph-retval */
 static bool graph_plain = true;		/* none of -g, -D, -A, -R: the callbacks' fast path */
 /* depth + 1 of the -g function frame this thread is inside, 0: outside */
 static __thread int graph_start __attribute__((tls_model("initial-exec")));
+/* depth + 1 of the -N function frame this thread is inside, 0: outside */
+static __thread int graph_nt_depth __attribute__((tls_model("initial-exec")));
 
 /*
  * Entries are kept back one step (usft_tbuf.pend_*): the next entry writes
@@ -99,6 +105,14 @@ static int graph_entry(struct ftrace_graph_ent *trace, struct fgraph_ops *gops,
 	if (unlikely(!__atomic_load_n(&usft_tracing_on, __ATOMIC_RELAXED)))
 		return 0;
 	if (unlikely(!graph_plain)) {
+		if (graph_notrace_on) {
+			if (graph_nt_depth)
+				return 0;	/* below a -N function */
+			if (usft_graph_notrace_match(trace->func)) {
+				graph_nt_depth = trace->depth + 1;
+				return 1;	/* its return ends the hole */
+			}
+		}
 		if (graph_filter_on) {
 			if (!graph_start) {
 				if (!usft_graph_func_match(trace->func))
@@ -162,6 +176,10 @@ static void graph_return(struct ftrace_graph_ret *trace, struct fgraph_ops *gops
 	uint64_t w[3];
 
 	if (unlikely(!graph_plain)) {
+		if (unlikely(graph_nt_depth) && trace->depth + 1 == graph_nt_depth) {
+			graph_nt_depth = 0;	/* the -N function's own return */
+			return;
+		}
 		if (graph_filter_on) {
 			depth -= graph_start - 1;
 			if (trace->depth + 1 == graph_start)
@@ -226,11 +244,15 @@ static int graph_init(const struct usft_trace_opts *o)
 		graph_filter_on = true;
 		usft_resolve_graph_funcs(o->graph_funcs);
 	}
+	if (o->graph_notrace && *o->graph_notrace) {
+		graph_notrace_on = true;
+		usft_resolve_graph_notrace(o->graph_notrace);
+	}
 	ret = usft_args_init(o);
 	if (ret)
 		return ret;
 	graph_args_on = usft_args_any();
-	graph_plain = !graph_filter_on && !graph_max_depth && !graph_args_on;
+	graph_plain = !graph_filter_on && !graph_notrace_on && !graph_max_depth && !graph_args_on;
 	ret = usft_apply_filters(&graph_ops.ops, o);
 	if (ret)
 		return ret;
@@ -247,6 +269,7 @@ static void graph_reset(void)
 	usft_free_graph_funcs();
 	ftrace_free_filter(&graph_ops.ops);
 	graph_filter_on = false;
+	graph_notrace_on = false;
 	graph_args_on = false;
 	usft_args_reset();
 }
@@ -257,6 +280,8 @@ static void graph_refilter(void)
 
 	if (graph_filter_on)
 		usft_resolve_graph_funcs(NULL);
+	if (graph_notrace_on)
+		usft_resolve_graph_notrace(NULL);
 	if (any && !graph_registered)
 		graph_registered = !register_ftrace_graph(&graph_ops);
 }

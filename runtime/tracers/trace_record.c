@@ -825,21 +825,22 @@ static void write_session(int ppid)
 	cat_file("/proc/self/comm", comm, sizeof(comm), false);
 	len = 4096 + strlen(cmdline) + strlen(exe) +
 	      (o->filter ? strlen(o->filter) : 0) + (o->notrace_list ? strlen(o->notrace_list) : 0) +
-	      (o->graph_funcs ? strlen(o->graph_funcs) : 0);
+	      (o->graph_funcs ? strlen(o->graph_funcs) : 0) +
+	      (o->graph_notrace ? strlen(o->graph_notrace) : 0);
 	text = malloc(len);
 	if (!text)
 		return;
 	snprintf(text, len,
 		 "version=%s\ntracer=%s\npid=%d\nppid=%d\ncomm=%s\nexe=%s\ncmdline=%s\n"
 		 "clock=%s\nbase_ns=%llu\nnr_cpus=%ld\nbuffer_size=%zu\nfilter=%s\n"
-		 "notrace=%s\ngraph_funcs=%s\nmax_depth=%d\nunmatched=%s\nvalues=%d\n",
+		 "notrace=%s\ngraph_funcs=%s\nmax_depth=%d\nunmatched=%s\nvalues=%d\ngraph_notrace=%s\n",
 		 USFT_VERSION_STRING, S.tracer->name, S.pid, ppid, comm, exe, cmdline,
 		 usft_trace_clock_name(), usft_trace_base, sysconf(_SC_NPROCESSORS_CONF),
 		 o->buffer_size, o->filter ? o->filter : "", o->notrace_list ? o->notrace_list : "",
 		 o->graph_funcs ? o->graph_funcs : "", o->max_depth, S.unmatched,
 		 /* EV_DATA records may follow events: readers that stream load instead */
 		 (o->args_spec && *o->args_spec) || (o->retval_spec && *o->retval_spec) ||
-		 o->funcgraph_retval);
+		 o->funcgraph_retval, o->graph_notrace ? o->graph_notrace : "");
 	write_text_chunk(USFT_CHUNK_SESSION, text);
 	free(text);
 }
@@ -998,6 +999,7 @@ static int tracer_start(const struct usft_trace_opts *o)
 	S.opts.filter = dup_or_null(o->filter);
 	S.opts.notrace_list = dup_or_null(o->notrace_list);
 	S.opts.graph_funcs = dup_or_null(o->graph_funcs);
+	S.opts.graph_notrace = dup_or_null(o->graph_notrace);
 	S.output = strdup(o->output && *o->output ? o->output : USFT_TRACE_DEFAULT_FILE);
 	S.opts.output = S.output;
 	if (!S.opts.buffer_size)
@@ -1238,6 +1240,7 @@ static void tracer_end(void)
 	free((char *)S.opts.filter);
 	free((char *)S.opts.notrace_list);
 	free((char *)S.opts.graph_funcs);
+	free((char *)S.opts.graph_notrace);
 	free(S.output);
 	memset(&S.opts, 0, sizeof(S.opts));
 	S.output = NULL;

@@ -924,6 +924,8 @@ int usft_print_info(FILE *out, struct usft_trace *t, const char *path)
 		fprintf(out, "# filter (-l)      : %s\n", kv(s->text, "filter", buf, sizeof(buf)));
 		fprintf(out, "# notrace (-n)     : %s\n", kv(s->text, "notrace", buf, sizeof(buf)));
 		fprintf(out, "# graph funcs (-g) : %s\n", kv(s->text, "graph_funcs", buf, sizeof(buf)));
+		if (*kv(s->text, "graph_notrace", buf, sizeof(buf)))
+			fprintf(out, "# graph notrace -N : %s\n", buf);
 		fprintf(out, "# max graph depth  : %s\n", kv(s->text, "max_depth", buf, sizeof(buf)));
 		if (s->unmatched && *s->unmatched)
 			fprintf(out, "# unmatched -l     : %s\n", s->unmatched);

@@ -27,6 +27,7 @@ struct usft_trace_opts {
 	const char *filter;		/* globs, whitespace separated (-l) */
 	const char *notrace_list;	/* globs (-n) */
 	const char *graph_funcs;	/* function names (-g): graph only below them */
+	const char *graph_notrace;	/* function names (-N): not them nor below them */
 	int max_depth;			/* function_graph depth limit, 0 = none */
 	const char *output;		/* trace file */
 	size_t buffer_size;		/* ring bytes per thread */
@@ -87,6 +88,9 @@ int usft_apply_filters(struct ftrace_ops *ops, const struct usft_trace_opts *o);
 bool usft_reapply_filters(struct ftrace_ops *ops);
 int usft_resolve_graph_funcs(const char *names);
 bool usft_graph_func_match(unsigned long ip);
+/* -N (set_graph_notrace): the same, for the functions whose subtree is not recorded */
+int usft_resolve_graph_notrace(const char *names);
+bool usft_graph_notrace_match(unsigned long ip);
 void usft_free_graph_funcs(void);
 
 /* trace_args.c: -A/-R values for function_graph (trace_args.h is the payload) */

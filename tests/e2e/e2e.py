@@ -404,6 +404,16 @@ def case_graph_function():
     graph_case("graph_function", "nest", extra=("-g", "!*callee !outer", "-g", "*ddle tail_*"))
 
 
+def case_graph_notrace():
+    """-N (set_graph_notrace): the function and its whole subtree are left
+    out (fact's recursion below the first fact too); with -g, inside it."""
+    graph_case("graph_notrace", "nest", extra=("-N", "middle", "-N", "fact"))
+    graph_case("graph_notrace", "nest", extra=("-N", "mid* fac*", "-N", "lea*", "-N", "!leaf"))
+    r = record([tracee("nest")], "function_graph", ("-g", "outer", "-N", "leaf"))
+    text = canonical(report("text"))
+    check("middle();" in text and "leaf" not in text, "-g outer -N leaf:\n" + text)
+
+
 def case_max_depth():
     graph_case("max_depth", "nest", extra=("--max-graph-depth", "2"))
 
