@@ -408,6 +408,8 @@ def case_graph_notrace():
     """-N (set_graph_notrace): the function and its whole subtree are left
     out (fact's recursion below the first fact too); with -g, inside it."""
     graph_case("graph_notrace", "nest", extra=("-N", "middle", "-N", "fact"))
+    rc, info, err = usft("info", "-i", "trace.dat")
+    check(rc == 0 and "# graph notrace -N : middle fact" in info, "usft info: %d %r" % (rc, info))
     graph_case("graph_notrace", "nest", extra=("-N", "mid* fac*", "-N", "lea*", "-N", "!leaf"))
     r = record([tracee("nest")], "function_graph", ("-g", "outer", "-N", "leaf"))
     text = canonical(report("text"))
