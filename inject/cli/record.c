@@ -286,9 +286,10 @@ int usft_cmd_record(int argc, char **argv)
 	if ((args_spec || retval_spec || all_retval) && strcmp(tracer, "function_graph"))
 		return usft_usage_error("record", "-A, -R and --funcgraph-retval show values in the "
 					"call tree: add -p function_graph");
-	if (pid_arg && (args_spec || retval_spec || all_retval || triggers))
-		return usft_usage_error("record", "-A, -R, --funcgraph-retval and --trigger apply to a program "
-					"usft runs, not to -P (yet)");
+	if (pid_arg && (args_spec || retval_spec || all_retval || triggers || graph_nt))
+		return usft_usage_error("record", "-A, -R, -N, --funcgraph-retval and --trigger apply to a "
+					"program usft runs, not to -P (yet; for -N write the attached "
+					"process's set_graph_notrace: `usft mount`)");
 	if (pid_arg && optind < argc)
 		return usft_usage_error("record", "-P PID or a program to run, not both");
 	if (!pid_arg && duration > 0)

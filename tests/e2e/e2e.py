@@ -410,6 +410,8 @@ def case_graph_notrace():
     graph_case("graph_notrace", "nest", extra=("-N", "middle", "-N", "fact"))
     rc, info, err = usft("info", "-i", "trace.dat")
     check(rc == 0 and "# graph notrace -N : middle fact" in info, "usft info: %d %r" % (rc, info))
+    rc, out, err = usft("record", "-P", "1", "-N", "middle")
+    check(rc == 2 and "-N" in err and "not to -P" in err, "-N with -P: %d %r" % (rc, err))
     graph_case("graph_notrace", "nest", extra=("-N", "mid* fac*", "-N", "lea*", "-N", "!leaf"))
     r = record([tracee("nest")], "function_graph", ("-g", "outer", "-N", "leaf"))
     text = canonical(report("text"))
