@@ -1775,7 +1775,8 @@ int usft_tracefs_write(const char *path, const char *v, size_t len, bool append,
 		return 0;
 	}
 	if (!strcmp(file, "set_ftrace_filter") || !strcmp(file, "set_ftrace_notrace")) {
-		int r = write_filter(tr, file[8] == 'n', v, len, append, why, wlen);
+		bool nt = !strcmp(file, "set_ftrace_notrace");
+		int r = write_filter(tr, nt, v, len, append, why, wlen);
 
 		if (!r && tr == &top && P.reg && file[8] == 'f')
 			prof_sync_filter();
