@@ -6,6 +6,7 @@ each other in one direction only, so no two of them form a cycle.
 Every #include "..." in runtime/ and inject/ is resolved to a file and both
 ends to a layer; an include must go from a layer to one of a lower rank:
 
+  inject/tracefs               `usft mount` (a FUSE client of the control channel; uses cli)
   inject/cli, inject/preload   the command and the shim
   tracers                      ordinary users of the public API
   arch                         runtime/arch/<arch>/*.c, *.S (implements core's hooks)
@@ -21,10 +22,10 @@ import os
 import re
 import sys
 
-RANK = {'inject/cli': 6, 'inject/preload': 6, 'tracers': 5, 'arch': 4, 'core': 3,
+RANK = {'inject/tracefs': 7, 'inject/cli': 6, 'inject/preload': 6, 'tracers': 5, 'arch': 4, 'core': 3,
         'elf': 2, 'mem': 2, 'asm': 1, 'compat': 0, 'include': 0}
 SEARCH = ('runtime', 'runtime/tracers', 'runtime/arch/x86_64', 'runtime/arch/arm64',
-          'runtime/include', 'inject/cli', 'inject/preload')
+          'runtime/include', 'inject/cli', 'inject/preload', 'inject/tracefs')
 INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
 # a function definition at file scope that is not static
 EXTERN_FN = re.compile(r'^(?!static\b)(?![#/ \t{}])[^;()=\n]*?\b(\w+)\(([^;]*?)\)\s*\n\{', re.M)
