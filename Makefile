@@ -190,6 +190,8 @@ demo: build
 	@echo "   (samples/tracee/nest.c), run as is through the LD_PRELOAD shim, no relink =="
 	./$(USFT_CLI) record -p function_graph -o $(BUILD_DIR)/demo-trace.dat ./$(DEMO_TRACEE)
 	./$(USFT_CLI) report -i $(BUILD_DIR)/demo-trace.dat
+	@echo
+	./scripts/demo-attach.sh $(BUILD_DIR)
 
 # Minutes of model-based sequences and stress (not part of `make test`).
 check-long: build
