@@ -402,6 +402,8 @@ def case_badcases():
     finally:
         st.kill()
         st.wait()
+    # another architecture: an i386 program (IA32 emulation), built here
+    other_arch()
     # the process exits in the middle: no hang, a clear status
     for delay in (0.0, 0.002, 0.005, 0.01, 0.02):
         srv = Server()
@@ -414,6 +416,34 @@ def case_badcases():
         srv.p.wait()
         check(rc in (0, 3, 9), "killed at %.3f s: exit status %d: %s" % (delay, rc, err))
         check("Segmentation" not in err and "Traceback" not in err, err)
+
+
+def other_arch():
+    """exit 6 and an untouched target for a program of another ELF machine:
+    a static i386 program spinning in _start (gcc -m32 -nostdlib); skipped
+    with a message where it cannot be built or run (no IA32 emulation)."""
+    exe = os.path.join(ARGS.work, "spin32")
+    src = os.path.join(ARGS.work, "spin32.c")
+    with open(src, "w") as f:
+        f.write("void _start(void) { for (;;) __asm__ volatile(\"pause\"); }\n")
+    b = subprocess.run(["cc", "-m32", "-nostdlib", "-static", "-O1", src, "-o", exe],
+                       capture_output=True, text=True)
+    if b.returncode:
+        print("note: other-architecture case skipped: cc -m32 failed: " + b.stderr.strip())
+        return
+    p = subprocess.Popen([exe])
+    try:
+        time.sleep(0.1)
+        if p.poll() is not None:
+            print("note: other-architecture case skipped: an i386 program does not run here")
+            return
+        rc, out, err = usft("record", "-P", p.pid, "--duration", "0.1", "-o", "a.dat")
+        expect(rc, err, 6, ["another architecture", "ELF machine 3"], "other arch")
+        untouched(p.pid)
+        check(not os.path.exists(os.path.join(ARGS.work, "a.dat")), "a.dat created")
+    finally:
+        p.kill()
+        p.wait()
 
 
 def churn_execs_fast():
