@@ -297,7 +297,7 @@ static int kvsnprintf(char *buf, size_t size, const char *fmt, va_list ap)
 	while (*fmt) {
 		const char *start = fmt;
 		int width = 0, prec = 0, nstar = 0, lng = 0;
-		bool have_w = false, have_p = false;
+		bool have_w = false, have_p = false, bad = false;
 		char conv;
 
 		if (*fmt != '%' || fmt[1] == '%') {
@@ -406,10 +406,12 @@ static int kvsnprintf(char *buf, size_t size, const char *fmt, va_list ap)
 			break;
 		default:
 			/* %n and unknown conversions print nothing and end the line */
-			_Pragma("GCC diagnostic pop")
-			return (int)len;
+			bad = true;
+			break;
 		}
 		_Pragma("GCC diagnostic pop")
+		if (bad)
+			return (int)len;
 #undef EMIT
 		(void)nstar;
 	}
