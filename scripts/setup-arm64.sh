@@ -4,7 +4,7 @@
 # scripts/setup-arm64.sh - prepare a Debian 12 x86-64 machine (as root) to
 # cross-build usft for aarch64 and run its tests under qemu-user:
 #   - gcc-aarch64-linux-gnu, qemu-user, qemu-user-binfmt
-#   - arm64 multiarch dev packages (libelf, libdw, liburcu, libfuse3, libc6)
+#   - arm64 multiarch packages (libelf, libdw, liburcu, libfuse3 dev; libc6, libstdc++6)
 #   - criterion:arm64 unpacked into a private sysroot (it cannot be
 #     co-installed with criterion:amd64: libnanomsg5 is not Multi-Arch: same)
 #   - the qemu-aarch64 binfmt_misc handler (criterion's BoxFort re-executes
@@ -46,7 +46,7 @@ command -v dpkg >/dev/null && command -v apt-get >/dev/null || skip "not a Debia
 [ "$(id -u)" = 0 ] || skip "not root: run 'sudo $0' once"
 
 pkgs_host="gcc-aarch64-linux-gnu g++-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user qemu-user-binfmt"
-pkgs_arm64="libc6:arm64 libelf-dev:arm64 libdw-dev:arm64 liburcu-dev:arm64 libfuse3-dev:arm64 libgit2-1.5:arm64 libffi8:arm64"
+pkgs_arm64="libc6:arm64 libelf-dev:arm64 libdw-dev:arm64 liburcu-dev:arm64 libfuse3-dev:arm64 libstdc++6:arm64 libgit2-1.5:arm64 libffi8:arm64"
 
 installed() {
 	dpkg-query -W -f='${Status}\n' "$1" 2>/dev/null | grep -q ' installed$'
