@@ -47,6 +47,12 @@ def check_checkers(root):
         shutil.copytree(os.path.join(root, 'docs'), os.path.join(fake, 'docs'))
         for f in ('README.md', 'CHANGELOG.md'):
             shutil.copy(os.path.join(root, f), fake)
+        # the rest of the tree (pages link to samples/, tests/, bench/...): links, not edited
+        for d in sorted(os.listdir(root)):
+            if (d in ('runtime', 'inject', 'docs') or d.startswith(('build', '.')) or
+                    not os.path.isdir(os.path.join(root, d))):
+                continue
+            os.symlink(os.path.join(root, d), os.path.join(fake, d))
         for name, edit, script, extra in (
             ('options: a USFT_OPTIONS row removed', ('docs/options.md', '| `jmp` |', '| `jmpx` |'),
              'check_options.py', True),
