@@ -17,12 +17,6 @@
 #include "cpu.h"
 #include "ratio.h"
 
-#if defined(__clang__)
-#define TRACEE __attribute__((noinline, used))
-#else
-#define TRACEE __attribute__((noinline, noipa, used))
-#endif
-
 TRACEE long cs_target(long x)
 {
 	__asm__ volatile("" ::: "memory");

@@ -24,12 +24,6 @@
 #include "cpu.h"
 #include "ratio.h"
 
-#if defined(__clang__)
-#define TRACEE __attribute__((noinline, used))
-#else
-#define TRACEE __attribute__((noinline, noipa, used))
-#endif
-
 TRACEE long bench_target(long x)
 {
 	__asm__ volatile("" ::: "memory");

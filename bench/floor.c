@@ -31,12 +31,6 @@
 #include "ratio.h"
 
 #define notrace __attribute__((patchable_function_entry(0, 0)))
-#if defined(__clang__)
-#define TRACEE __attribute__((noinline, used))
-#else
-#define TRACEE __attribute__((noinline, noipa, used))
-#endif
-
 #define MAX_THREADS 2
 #define FLOOR_WORDS 4096		/* 64 KiB per thread: stays in L2 */
 

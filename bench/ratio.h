@@ -5,6 +5,14 @@
 
 #include <stdio.h>
 
+/* a benchmarked function: a real call the compiler neither inlines nor
+ * folds (gcc: noipa), kept in the binary when nothing else refers to it */
+#if defined(__clang__)
+#define TRACEE __attribute__((noinline, used))
+#else
+#define TRACEE __attribute__((noinline, noipa, used))
+#endif
+
 /* the smallest and largest of @n (1-64) samples: every figure's spread in the plots */
 void bench_minmax(const double *v, int n, double *min, double *max);
 
