@@ -296,7 +296,7 @@ static int kvsnprintf(char *buf, size_t size, const char *fmt, va_list ap)
 	buf[0] = '\0';
 	while (*fmt) {
 		const char *start = fmt;
-		int width = 0, prec = 0, nstar = 0, lng = 0;
+		int width = 0, prec = 0, lng = 0;
 		bool have_w = false, have_p = false, bad = false;
 		char conv;
 
@@ -311,7 +311,6 @@ static int kvsnprintf(char *buf, size_t size, const char *fmt, va_list ap)
 		if (*fmt == '*') {
 			width = va_arg(ap, int);
 			have_w = true;
-			nstar++;
 			fmt++;
 		}
 		while (*fmt >= '0' && *fmt <= '9')
@@ -413,7 +412,6 @@ static int kvsnprintf(char *buf, size_t size, const char *fmt, va_list ap)
 		if (bad)
 			return (int)len;
 #undef EMIT
-		(void)nstar;
 	}
 	return (int)len;
 }
