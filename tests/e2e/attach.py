@@ -7,7 +7,6 @@ attach.py CASE --usft PATH --tracees DIR --work DIR
 Each case starts its own tracee, checks what it asks, and leaves no process
 behind.  Never asserts a time.
 """
-import argparse
 import os
 import re
 import signal
@@ -17,60 +16,9 @@ import subprocess
 import sys
 import time
 
-ARGS = None
-
-
-class Fail(Exception):
-    pass
-
-
-def check(cond, msg):
-    if not cond:
-        raise Fail(msg)
-
-
-def env():
-    e = {k: v for k, v in os.environ.items() if not k.startswith("USFT_") and k != "LD_PRELOAD"}
-    return e
-
-
-def usft(*args, timeout=60, user=None):
-    cmd = [ARGS.usft] + [str(a) for a in args]
-    if user:
-        cmd = ["setpriv", "--reuid=%d" % user, "--regid=%d" % user, "--clear-groups"] + cmd
-    p = subprocess.run(cmd, env=env(), cwd=ARGS.work, capture_output=True, timeout=timeout)
-    return p.returncode, p.stdout.decode(errors="replace"), p.stderr.decode(errors="replace")
-
-
-def tracee(name):
-    return os.path.join(ARGS.tracees, "tracee-" + name)
-
-
-class Server:
-    """tracee-server in the background; stop() checks its results."""
-
-    def __init__(self, workers=3, prog="server", args=()):
-        self.p = subprocess.Popen([tracee(prog)] + ([str(workers)] if prog == "server" else [])
-                                  + list(args), env=env(), cwd=ARGS.work,
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        if prog == "server":
-            line = self.p.stdout.readline().decode()
-            check(line.startswith("ready"), "tracee-server did not start: %r" % line)
-        self.pid = self.p.pid
-
-    def alive(self):
-        return self.p.poll() is None
-
-    def stop(self):
-        if self.alive():
-            self.p.send_signal(signal.SIGTERM)
-        out, err = self.p.communicate(timeout=30)
-        return self.p.returncode, out.decode(), err.decode()
-
-    def kill(self):
-        if self.alive():
-            self.p.kill()
-            self.p.communicate(timeout=30)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+from harness import ARGS, Fail, Server, check, env, tracee, usft  # noqa: E402,F401
 
 
 def text_ranges(pid):
@@ -555,21 +503,7 @@ CASES = {n[5:]: f for n, f in globals().items() if n.startswith("case_")}
 
 
 def main():
-    global ARGS
-    ap = argparse.ArgumentParser()
-    ap.add_argument("case", choices=sorted(CASES))
-    ap.add_argument("--usft", required=True)
-    ap.add_argument("--tracees", required=True)
-    ap.add_argument("--work", required=True)
-    ARGS = ap.parse_args()
-    os.makedirs(ARGS.work, exist_ok=True)
-    try:
-        CASES[ARGS.case]()
-    except Fail as e:
-        print("FAIL attach_%s: %s" % (ARGS.case, e))
-        return 1
-    print("ok attach_%s" % ARGS.case)
-    return 0
+    return harness.main(CASES, "attach_", timeout=60)
 
 
 if __name__ == "__main__":

@@ -20,7 +20,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import e2e  # noqa: E402
-from e2e import Fail, check, tracee  # noqa: E402
+from e2e import Fail, check, tracee  # noqa: E402,F401
+from harness import env  # noqa: E402
 
 RUNS = int(os.environ.get("USFT_CRASH_RUNS", "100"))
 
@@ -31,14 +32,6 @@ def progress(path):
             return struct.unpack("<qq", f.read(16))
     except (OSError, struct.error):
         return None
-
-
-def env():
-    e = dict(os.environ)
-    for k in list(e):
-        if k.startswith("USFT_") or k == "LD_PRELOAD":
-            del e[k]
-    return e
 
 
 def children(pid):

@@ -11,7 +11,6 @@ One ctest test per case: e2e.py CASE --usft PATH --tracees DIR --golden DIR
   - `usft report --format json` parsing (json.loads, as python3 -m json.tool)
     with B/E events properly nested per thread.
 """
-import argparse
 import json
 import os
 import re
@@ -21,37 +20,9 @@ import signal
 import subprocess
 import sys
 
-ARGS = None
-
-
-class Fail(Exception):
-    pass
-
-
-def check(cond, msg):
-    if not cond:
-        raise Fail(msg)
-
-
-def run(cmd, env=None, cwd=None, timeout=300):
-    e = dict(os.environ)
-    # the tests own these
-    for k in list(e):
-        if k.startswith("USFT_") or k == "LD_PRELOAD":
-            del e[k]
-    if env:
-        e.update(env)
-    p = subprocess.run(cmd, env=e, cwd=cwd or ARGS.work, capture_output=True,
-                       timeout=timeout)
-    return p.returncode, p.stdout.decode(errors="replace"), p.stderr.decode(errors="replace")
-
-
-def tracee(name):
-    return os.path.join(ARGS.tracees, "tracee-" + name)
-
-
-def usft(*args, env=None):
-    return run([ARGS.usft] + list(args), env=env)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+from harness import ARGS, Fail, check, run, tracee, usft  # noqa: E402,F401
 
 
 def without_usft_lines(text):
@@ -698,31 +669,15 @@ def case_vs_uftrace():
 CASES = {k[5:]: v for k, v in globals().items() if k.startswith("case_")}
 
 
-def main():
-    global ARGS
-    ap = argparse.ArgumentParser()
-    ap.add_argument("case", choices=sorted(CASES))
-    ap.add_argument("--usft", required=True)
-    ap.add_argument("--tracees", required=True)
+def golden_options(ap):
     ap.add_argument("--golden", required=True)
-    ap.add_argument("--work", required=True)
     ap.add_argument("--libusft", default="", help="libusft.so.0 of the build")
     ap.add_argument("--update", action="store_true", help="rewrite the golden files")
-    ARGS = ap.parse_args()
-    for a in ("usft", "tracees", "golden", "work", "libusft"):
-        setattr(ARGS, a, os.path.abspath(getattr(ARGS, a)))
-    shutil.rmtree(ARGS.work, ignore_errors=True)
-    os.makedirs(ARGS.work)
-    try:
-        CASES[ARGS.case]()
-    except Fail as e:
-        print("FAIL %s: %s" % (ARGS.case, e))
-        return 1
-    except subprocess.TimeoutExpired as e:
-        print("FAIL %s: timeout: %s" % (ARGS.case, e))
-        return 1
-    print("PASS %s" % ARGS.case)
-    return 0
+
+
+def main():
+    # CASES is read when main() runs: reliability.py, views.py and crash.py set their own
+    return harness.main(CASES, options=golden_options, fresh=True, ok="PASS")
 
 
 if __name__ == "__main__":

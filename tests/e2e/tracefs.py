@@ -16,7 +16,6 @@ tracefs.py CASE --usft PATH --tracees DIR --work DIR
 Needs root and /dev/fuse (exit 77, skipped, otherwise).  Never asserts a time:
 waits have generous limits and only fail when a thing never happens.
 """
-import argparse
 import errno
 import os
 import select
@@ -26,48 +25,16 @@ import sys
 import threading
 import time
 
-ARGS = None
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+from harness import ARGS, Fail, Server, check, env, mounted, wait_for  # noqa: E402,F401
 
 
-class Fail(Exception):
-    pass
+class Tracee(Server):
+    """tracee-server, two workers unless told"""
 
-
-def check(cond, msg):
-    if not cond:
-        raise Fail(msg)
-
-
-def env():
-    return {k: v for k, v in os.environ.items() if not k.startswith("USFT_") and k != "LD_PRELOAD"}
-
-
-class Tracee:
     def __init__(self, workers=2):
-        self.p = subprocess.Popen([os.path.join(ARGS.tracees, "tracee-server"), str(workers)],
-                                  env=env(), cwd=ARGS.work, stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE)
-        line = self.p.stdout.readline().decode()
-        check(line.startswith("ready"), "tracee-server did not start: %r" % line)
-        self.pid = self.p.pid
-
-    def finish(self):
-        """SIGTERM; its own check of every result it computed"""
-        if self.p.poll() is None:
-            self.p.send_signal(signal.SIGTERM)
-        out, err = self.p.communicate(timeout=60)
-        check(self.p.returncode == 0, "tracee-server failed (%s): %s %s" %
-              (self.p.returncode, out.decode()[-300:], err.decode()[-300:]))
-
-    def kill(self):
-        if self.p.poll() is None:
-            self.p.kill()
-            self.p.communicate(timeout=30)
-
-
-def mounted(d):
-    with open("/proc/mounts") as f:
-        return any(line.split()[1] == d for line in f if len(line.split()) > 1)
+        super().__init__(workers)
 
 
 class Mount:
@@ -119,15 +86,6 @@ class Mount:
         if mounted(self.dir):
             subprocess.run(["fusermount3", "-u", "-z", self.dir])
         wait_for(lambda: not mounted(self.dir), "unmounted after fusermount3 -u")
-
-
-def wait_for(cond, what, limit=30.0):
-    end = time.monotonic() + limit
-    while time.monotonic() < end:
-        if cond():
-            return
-        time.sleep(0.02)
-    raise Fail("never happened: " + what)
 
 
 def site_text(pid, m):
@@ -509,27 +467,14 @@ CASES = {"files": case_files, "pipe": case_pipe, "instances": case_instances,
          "concurrency": case_concurrency, "death": case_death}
 
 
-def main():
-    global ARGS
-    ap = argparse.ArgumentParser()
-    ap.add_argument("case", choices=sorted(CASES))
-    ap.add_argument("--usft", required=True)
-    ap.add_argument("--tracees", required=True)
-    ap.add_argument("--work", required=True)
-    ARGS = ap.parse_args()
-    ARGS.usft, ARGS.tracees, ARGS.work = (os.path.abspath(x) for x in
-                                          (ARGS.usft, ARGS.tracees, ARGS.work))
+def needs():
     if os.geteuid() != 0 or not os.path.exists("/dev/fuse"):
-        print("SKIP tracefs_%s: needs root and /dev/fuse" % ARGS.case)
-        return 77
-    os.makedirs(ARGS.work, exist_ok=True)
-    try:
-        CASES[ARGS.case]()
-    except Fail as e:
-        print("FAIL tracefs_%s: %s" % (ARGS.case, e))
-        return 1
-    print("ok tracefs_%s" % ARGS.case)
-    return 0
+        return "needs root and /dev/fuse"
+    return None
+
+
+def main():
+    return harness.main(CASES, "tracefs_", skip=needs)
 
 
 if __name__ == "__main__":
