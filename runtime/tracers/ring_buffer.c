@@ -17,12 +17,12 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 #if __has_include(<sys/rseq.h>)
 #include <sys/rseq.h>
 #endif
 #include "ring_buffer.h"
+#include "tid.h"
 
 __thread struct usft_tbuf *usft_tbuf_self __attribute__((tls_model("initial-exec")));
 
@@ -91,11 +91,6 @@ static int populate(struct usft_tbuf *b, unsigned long from, unsigned long to)
 	    !fallocate(ring_fd, 0, (off_t)((char *)p - (char *)ring_file), (off_t)(to - from)))
 		return 0;
 	return -errno;
-}
-
-int usft_gettid(void)
-{
-	return (int)syscall(SYS_gettid);
 }
 
 unsigned int usft_tbuf_pool_slots(void)
@@ -541,6 +536,8 @@ void usft_tbuf_atfork_child(void)
 {
 	struct usft_tbuf *self = usft_tbuf_own();
 
+	usft_tid_fork_reset();	/* before its own handler may have run */
+
 	if (ring_file) {
 		atfork_child_rings();
 		if ((unsigned long)self > 1)
@@ -687,6 +684,7 @@ int usft_tbuf_pool_init(const struct usft_pool_opts *o)
 
 	if (pool)
 		return 0;
+	usft_tid_init();
 	/* ring * max_threads must not wrap (a ring of 2^56 bytes did) */
 	if (o->ring_bytes > USFT_RING_MAX_BYTES || max_threads > USFT_MAX_THREADS ||
 	    o->prof_entries > USFT_RING_MAX_BYTES / sizeof(struct usft_prof_ent))

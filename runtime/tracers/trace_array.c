@@ -28,19 +28,18 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 #include <usft/fgraph.h>
 #include <usft/ftrace.h>
 #include <usft/ftrace_probe.h>
 #include <usft/usft.h>
+#include "tid.h"
 #include "trace_array.h"
 #include "tracer.h"
 
@@ -153,7 +152,6 @@ static struct trace_array top;
 static struct trace_array *instances;
 static unsigned long ta_counter;	/* trace_clock counter */
 static int nr_cpus = 1;
-static bool atfork_done;
 
 /* top level only: max_graph_depth, set_graph_function / set_graph_notrace */
 static int graph_max_depth;
@@ -161,12 +159,6 @@ static struct ftrace_ops graph_fn_ops, graph_notrace_ops;	/* never registered: h
 static struct ta_set *graph_fn_set, *graph_nt_set;
 static __thread int graph_start __attribute__((tls_model("initial-exec")));
 static __thread int graph_nt_depth __attribute__((tls_model("initial-exec")));
-static __thread int ta_tid __attribute__((tls_model("initial-exec")));
-
-static void ta_atfork_child(void)
-{
-	ta_tid = 0;
-}
 
 static inline __attribute__((always_inline)) unsigned long long ta_now(int clock)
 {
@@ -189,20 +181,6 @@ static inline __attribute__((always_inline)) unsigned long long ta_now(int clock
 		return usft_trace_clock();
 	}
 	return (unsigned long long)ts.tv_sec * 1000000000ULL + (unsigned long long)ts.tv_nsec;
-}
-
-static inline __attribute__((always_inline)) int ta_gettid(void)
-{
-	int t = ta_tid;
-
-	if (unlikely(!t)) {
-		int saved = errno;
-
-		t = (int)syscall(SYS_gettid);
-		errno = saved;
-		ta_tid = t;
-	}
-	return t;
 }
 
 static inline __attribute__((always_inline)) bool set_has(const struct ta_set *s, unsigned long v)
@@ -238,10 +216,10 @@ static inline __attribute__((always_inline)) bool ta_wants(struct trace_array *t
 	if (*cpu < 64 && !((__atomic_load_n(&tr->cpumask, __ATOMIC_RELAXED) >> *cpu) & 1))
 		return false;
 	p = __atomic_load_n(&tr->pids, __ATOMIC_ACQUIRE);
-	if (p && !set_has(p, (unsigned long)ta_gettid()))
+	if (p && !set_has(p, (unsigned long)usft_gettid()))
 		return false;
 	p = __atomic_load_n(&tr->nopids, __ATOMIC_ACQUIRE);
-	if (p && set_has(p, (unsigned long)ta_gettid()))
+	if (p && set_has(p, (unsigned long)usft_gettid()))
 		return false;
 	return true;
 }
@@ -281,7 +259,7 @@ ta_emit(struct trace_array *tr, unsigned int cpu, unsigned long long ts, int typ
 	if (unlikely(!e))
 		return;
 	e->ts = ts;
-	e->tid = (uint32_t)ta_gettid();
+	e->tid = (uint32_t)usft_gettid();
 	e->cpu = (uint16_t)cpu;
 	e->type = (uint8_t)type;
 	e->depth = (uint8_t)(depth > 255 ? 255 : depth);
@@ -426,8 +404,7 @@ static int ta_setup(struct trace_array *tr, const char *name)
 	long c = sysconf(_SC_NPROCESSORS_CONF);
 
 	nr_cpus = c > 0 ? (int)c : 1;
-	if (!atfork_done && !pthread_atfork(NULL, NULL, ta_atfork_child))
-		atfork_done = true;
+	usft_tid_init();
 	snprintf(tr->name, sizeof(tr->name), "%s", name);
 	ta_init_defaults(tr);
 	tr->ring.ents = mmap(NULL, TA_MAX_ENTS * sizeof(struct ta_ent), PROT_READ | PROT_WRITE,
