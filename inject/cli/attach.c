@@ -196,8 +196,11 @@ static int attach(const char *cmd, pid_t pid, struct usft_target *t, bool *loade
 	long until;
 
 	*loaded = false;
+	usft_attach_step("start");
 	code = usft_target_probe(pid, t, &res);
+	usft_attach_step("probe");
 	fd = code ? -ENOENT : ctl_connect(pid, t->uid);
+	usft_attach_step("connect (before load)");
 	if (fd >= 0)
 		return fd;		/* it serves already (usft record, an attach before) */
 	if (code) {
@@ -226,8 +229,10 @@ static int attach(const char *cmd, pid_t pid, struct usft_target *t, bool *loade
 	until = ms_now() + 3000;
 	do {
 		fd = ctl_connect(pid, t->uid);
-		if (fd >= 0)
+		if (fd >= 0) {
+			usft_attach_step("connect");
 			return fd;
+		}
 		usleep(1000);
 	} while (ms_now() < until);
 	if (usft_proc_gone(pid)) {
@@ -320,6 +325,7 @@ static int finish_detach(const char *cmd, int fd, pid_t pid, struct usft_target 
 	int r;
 
 	r = ctl_request(fd, USFT_CTL_DETACH, NULL, &out);
+	usft_attach_step("DETACH request");
 	close(fd);
 	if (r && usft_proc_gone(pid)) {
 		free(out);
@@ -350,8 +356,10 @@ static int finish_detach(const char *cmd, int fd, pid_t pid, struct usft_target 
 		close(c);
 		usleep(1000);
 	}
+	usft_attach_step("socket closed");
 	while (ms_now() < until && !runtime_threads_gone(pid))
 		usleep(1000);
+	usft_attach_step("runtime threads gone");
 	if (!usft_proc_gone(pid) && usft_restore_sites(t, &res)) {
 		report(cmd, &res);
 		return res.code;
@@ -411,10 +419,13 @@ int usft_cmd_detach(int argc, char **argv)
 	r = parse_pid("detach", argv[1], &pid);
 	if (r)
 		return r;
+	usft_attach_step("start");
 	fd = connect_only("detach", pid);
 	if (fd < 0)
 		return -fd;
+	usft_attach_step("connect");
 	usft_target_probe(pid, &t, &res);
+	usft_attach_step("probe");
 	return finish_detach("detach", fd, pid, &t, false);
 }
 
@@ -488,6 +499,7 @@ int usft_record_pid(const char *arg, const struct usft_record_args *a)
 		r = USFT_EXIT_RECORD_FAIL;
 		goto out_detach;
 	}
+	usft_attach_step("output prepared");
 	if (!out.direct && geteuid() == 0 && t.uid != 0 &&
 	    chown(usft_out_write_path(&out), t.uid, (gid_t)-1)) {
 		fprintf(stderr, "usft record: %s: %s\n", usft_out_write_path(&out), strerror(errno));
@@ -511,9 +523,11 @@ int usft_record_pid(const char *arg, const struct usft_record_args *a)
 		if (r)
 			step = "configure";
 	}
+	usft_attach_step("configured (WRITEs)");
 	if (!step) {
 		free(why);
 		r = ctl_request(fd, USFT_CTL_START, "detach_on_close", &why);
+		usft_attach_step("START request");
 		if (r)
 			step = "start";
 	}
@@ -556,13 +570,17 @@ int usft_record_pid(const char *arg, const struct usft_record_args *a)
 			return finish_record(&out, &t, a->quiet, 0);
 		}
 	}
+	usft_attach_step("recording (--duration)");
 	r = ctl_request(fd, USFT_CTL_STOP, NULL, &why);
+	usft_attach_step("STOP request");
 	if (r && r != -EPIPE)
 		fprintf(stderr, "usft record: process %d: stop: %s\n", (int)pid,
 			why && *why ? why : strerror(-r));
 	free(why);
 	r = finish_detach("record", fd, pid, &t, a->quiet);
-	return finish_record(&out, &t, a->quiet, r);
+	r = finish_record(&out, &t, a->quiet, r);
+	usft_attach_step("file committed");
+	return r;
 out_detach:
 	finish_detach("record", fd, pid, &t, true);
 	return r;

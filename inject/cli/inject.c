@@ -73,6 +73,27 @@ static long now_ms(void)
 	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000;
 }
 
+void usft_attach_step(const char *what)
+{
+	static int on = -1;
+	static struct timespec first, last;
+	struct timespec ts;
+	const char *v;
+
+	if (on < 0) {
+		on = (v = getenv("USFT_ATTACH_TIMES")) && !strcmp(v, "1");
+		clock_gettime(CLOCK_MONOTONIC, &first);
+		last = first;
+	}
+	if (!on)
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	fprintf(stderr, "usft: step %-28s %8.3f ms (at %8.3f ms)\n", what,
+		(ts.tv_sec - last.tv_sec) * 1e3 + (ts.tv_nsec - last.tv_nsec) / 1e6,
+		(ts.tv_sec - first.tv_sec) * 1e3 + (ts.tv_nsec - first.tv_nsec) / 1e6);
+	last = ts;
+}
+
 /* ---- /proc ------------------------------------------------------------- */
 
 static int read_maps(pid_t pid, struct maps *out)
@@ -694,44 +715,113 @@ static struct thread *choose(struct stopped *s, const struct maps *mp, const cha
 
 /* ---- sites ------------------------------------------------------------------------ */
 
-static int vaddr_to_off(Elf *e, unsigned long va, unsigned long *off)
+static int cmp_ulong(const void *a, const void *b)
 {
-	size_t nph;
+	unsigned long x = *(const unsigned long *)a, y = *(const unsigned long *)b;
 
-	if (elf_getphdrnum(e, &nph))
-		return -1;
-	for (size_t i = 0; i < nph; i++) {
-		GElf_Phdr ph;
-
-		if (gelf_getphdr(e, (int)i, &ph) && ph.p_type == PT_LOAD && va >= ph.p_vaddr &&
-		    va < ph.p_vaddr + ph.p_filesz) {
-			*off = va - ph.p_vaddr + ph.p_offset;
-			return 0;
-		}
-	}
-	return -1;
+	return x < y ? -1 : x > y;
 }
 
 /*
  * For every site of every object the target maps: @fn(site address, its
- * bytes in the file, its bytes in the target); the target's memory through
- * @memfd.  Return: sites visited.
+ * bytes in the file, its bytes in the target), which may change the latter
+ * (Return: 1) to be written back.  The bytes are read once per object
+ * segment (file and target), not per site, and what changed is written
+ * back in runs: one pwrite per run of pages that hold a changed site, the
+ * bytes between the sites being the ones just read (every thread is
+ * stopped: nothing else writes them), so no page without a change is
+ * written.  Return: sites visited; *@failed: changed sites not written.
  */
-typedef void (*site_fn)(int memfd, unsigned long addr, const unsigned char *file,
-			const unsigned char *cur, void *arg);
+typedef int (*site_fn)(unsigned long addr, const unsigned char *file, unsigned char *cur,
+		       void *arg);
 
-static unsigned long for_each_site(pid_t pid, int memfd, site_fn fn, void *arg)
+struct seg_sites {
+	int memfd;
+	unsigned long bias, lo, len;	/* [lo, lo + len): first site .. end of the last */
+	unsigned char *file, *mem;
+	const unsigned long *addr;	/* link-time addresses, sorted */
+	size_t n;
+};
+
+/* write back the changed sites of @g (flags in @dirty); Return: sites not written */
+static unsigned long write_runs(const struct seg_sites *g, const bool *dirty, int len)
+{
+	unsigned long page = (unsigned long)sysconf(_SC_PAGESIZE), failed = 0;
+	size_t k = 0;
+
+	while (k < g->n) {
+		unsigned long start, end;
+		size_t nr = 0;
+
+		if (!dirty[k]) {
+			k++;
+			continue;
+		}
+		start = g->addr[k];
+		end = start + len;
+		for (; k < g->n; k++) {
+			if (!dirty[k])
+				continue;
+			/* the next change is on the run's last page or the one after */
+			if ((g->addr[k] + g->bias) / page > (end - 1 + g->bias) / page + 1)
+				break;
+			end = g->addr[k] + len;
+			nr++;
+		}
+		if (pwrite(g->memfd, g->mem + (start - g->lo), end - start,
+			   (off_t)(start + g->bias)) != (ssize_t)(end - start))
+			failed += nr;
+	}
+	return failed;
+}
+
+static unsigned long segment_sites(struct seg_sites *g, int fd, unsigned long file_off,
+				   site_fn fn, void *arg, unsigned long *failed)
+{
+	int len = inject_arch_site_len();
+	unsigned long visited = 0;
+	bool *dirty;
+
+	g->file = malloc(g->len);
+	g->mem = malloc(g->len);
+	dirty = calloc(g->n, sizeof(*dirty));
+	if (g->file && g->mem && dirty &&
+	    pread(fd, g->file, g->len, (off_t)file_off) == (ssize_t)g->len &&
+	    pread(g->memfd, g->mem, g->len, (off_t)(g->lo + g->bias)) == (ssize_t)g->len) {
+		bool any = false;
+
+		for (size_t k = 0; k < g->n; k++) {
+			unsigned long o = g->addr[k] - g->lo;
+
+			if (k && g->addr[k] < g->addr[k - 1] + len)
+				continue;	/* a duplicate, or overlapping: never write twice */
+			dirty[k] = fn(g->addr[k] + g->bias, g->file + o, g->mem + o, arg) > 0;
+			any |= dirty[k];
+			visited++;
+		}
+		if (any)
+			*failed += write_runs(g, dirty, len);
+	}
+	free(dirty);
+	free(g->file);
+	free(g->mem);
+	return visited;
+}
+
+static unsigned long for_each_site(pid_t pid, int memfd, site_fn fn, void *arg,
+				   unsigned long *failed)
 {
 	int len = inject_arch_site_len();
 	unsigned long n = 0;
 	struct maps mp;
 
+	*failed = 0;
 	if (read_maps(pid, &mp))
 		return 0;
 	for (size_t i = 0; i < mp.n; i++) {
 		char p[PATH_MAX + 32];
 		unsigned long *addrs = NULL, bias;
-		size_t ns = 0;
+		size_t ns = 0, nph;
 		GElf_Ehdr eh;
 		Elf *e;
 		int fd;
@@ -743,20 +833,32 @@ static unsigned long for_each_site(pid_t pid, int memfd, site_fn fn, void *arg)
 			free(addrs);
 			continue;
 		}
+		qsort(addrs, ns, sizeof(*addrs), cmp_ulong);
 		fd = open(p, O_RDONLY | O_CLOEXEC);
 		e = fd >= 0 ? elf_begin(fd, ELF_C_READ, NULL) : NULL;
-		if (e && gelf_getehdr(e, &eh)) {
+		if (e && gelf_getehdr(e, &eh) && !elf_getphdrnum(e, &nph)) {
 			bias = eh.e_type == ET_DYN ? map_base(&mp, mp.m[i].path) : 0;
-			for (size_t k = 0; k < ns; k++) {
-				unsigned char fb[16], cb[16];
-				unsigned long off;
+			/* each loaded segment: the sites it holds, read at once */
+			for (size_t h = 0; h < nph; h++) {
+				struct seg_sites g = { .memfd = memfd, .bias = bias };
+				GElf_Phdr ph;
+				size_t a = 0, b;
 
-				if (vaddr_to_off(e, addrs[k], &off) ||
-				    pread(fd, fb, len, (off_t)off) != len ||
-				    pread(memfd, cb, len, (off_t)(addrs[k] + bias)) != len)
+				if (!gelf_getphdr(e, (int)h, &ph) || ph.p_type != PT_LOAD ||
+				    ph.p_filesz < (unsigned long)len)
 					continue;
-				fn(memfd, addrs[k] + bias, fb, cb, arg);
-				n++;
+				while (a < ns && addrs[a] < ph.p_vaddr)
+					a++;
+				for (b = a; b < ns && addrs[b] + len <= ph.p_vaddr + ph.p_filesz; b++)
+					;
+				if (b == a)
+					continue;
+				g.addr = addrs + a;
+				g.n = b - a;
+				g.lo = addrs[a];
+				g.len = addrs[b - 1] + len - g.lo;
+				n += segment_sites(&g, fd, g.lo - ph.p_vaddr + ph.p_offset, fn, arg,
+						   failed);
 			}
 		}
 		if (e)
@@ -773,36 +875,27 @@ static int restore_sites(struct usft_target *tg, struct inject_result *res);
 
 struct fix_ctx {
 	struct stopped *s;
-	unsigned long changed, failed;
 	bool restore;
 };
 
-static void fix_site(int memfd, unsigned long addr, const unsigned char *file,
-		     const unsigned char *cur, void *arg)
+static int fix_site(unsigned long addr, const unsigned char *file, unsigned char *cur, void *arg)
 {
 	struct fix_ctx *c = arg;
 	unsigned char nop[16];
 	int len = inject_arch_site_nop(file, nop);
 
 	if (!len)
-		return;
+		return 0;
 	if (c->restore) {
 		/* only a site that is the disabled NOP again gets the compiler's bytes */
 		if (memcmp(cur, nop, len))
-			return;
-		if (pwrite(memfd, file, len, (off_t)addr) == len)
-			c->changed++;
-		else
-			c->failed++;
-		return;
+			return 0;
+		memcpy(cur, file, len);
+		return 1;
 	}
 	if (memcmp(cur, file, len))
-		return;		/* not the compiler's bytes any more: the runtime's now */
-	if (pwrite(memfd, nop, len, (off_t)addr) != len) {
-		c->failed++;
-		return;
-	}
-	c->changed++;
+		return 0;	/* not the compiler's bytes any more: the runtime's now */
+	memcpy(cur, nop, len);
 	/* a thread between the old single-byte NOPs resumes after the new one */
 	for (int i = 0; i < c->s->n; i++) {
 		struct thread *t = &c->s->t[i];
@@ -813,6 +906,7 @@ static void fix_site(int memfd, unsigned long addr, const unsigned char *file,
 			inject_arch_restore(t->tid, t->regs);
 		}
 	}
+	return 1;
 }
 
 static int open_mem(pid_t pid)
@@ -978,7 +1072,7 @@ int usft_inject(struct usft_target *tg, const char *lib, struct inject_result *r
 	struct stopped s = { .pid = tg->pid };
 	struct thread *t = NULL;
 	struct fix_ctx fix = { .s = &s };
-	unsigned long dlopen_fn, start_fn = 0, sp, ret = 0, args[2];
+	unsigned long dlopen_fn, start_fn = 0, sp, ret = 0, args[2], failed = 0;
 	bool libc_dlopen = false;
 	struct maps mp = { 0 };
 	int memfd = -1, code;
@@ -999,7 +1093,9 @@ int usft_inject(struct usft_target *tg, const char *lib, struct inject_result *r
 		fail(res, USFT_EXIT_STATIC, "no dlopen in %s of process %d", tg->libc, (int)tg->pid);
 		goto out;
 	}
+	usft_attach_step("dlopen address");
 	code = stop_all(&s, res);
+	usft_attach_step("threads stopped");
 	if (!code)
 		code = recheck_image(tg, res);
 	if (code)
@@ -1014,10 +1110,11 @@ int usft_inject(struct usft_target *tg, const char *lib, struct inject_result *r
 		goto out;
 	}
 	/* (3) with every thread stopped */
-	for_each_site(tg->pid, memfd, fix_site, &fix);
-	if (fix.failed) {
+	for_each_site(tg->pid, memfd, fix_site, &fix, &failed);
+	usft_attach_step("sites prepared");
+	if (failed) {
 		fail(res, USFT_EXIT_FAIL, "%lu site(s) of process %d could not be prepared",
-		     fix.failed, (int)tg->pid);
+		     failed, (int)tg->pid);
 		goto out;
 	}
 	/* (4) a thread at a safe point; the others go on */
@@ -1073,11 +1170,14 @@ int usft_inject(struct usft_target *tg, const char *lib, struct inject_result *r
 			goto out_restore;
 		}
 	}
+	usft_attach_step("thread chosen");
 	for (int i = 0; i < s.n; i++)
 		if (&s.t[i] != t)
 			release(&s.t[i]);
+	usft_attach_step("others released");
 	if (!tg->has_runtime) {
 		code = remote_call(&s, t, dlopen_fn, args, 2, sp, &ret, res);
+		usft_attach_step("dlopen() in the process");
 		if (code)
 			goto out_restore;
 		if (!ret) {
@@ -1095,7 +1195,9 @@ int usft_inject(struct usft_target *tg, const char *lib, struct inject_result *r
 		fail(res, USFT_EXIT_FAIL, "usft_attach_start not found in process %d", (int)tg->pid);
 		goto out_restore;
 	}
+	usft_attach_step("usft_attach_start address");
 	code = remote_call(&s, t, start_fn, NULL, 0, sp, &ret, res);
+	usft_attach_step("usft_attach_start()");
 	if (!code && (long)ret < 0)
 		fail(res, USFT_EXIT_FAIL, "the control socket of process %d did not start: %s",
 		     (int)tg->pid, strerror((int)-(long)ret));
@@ -1106,6 +1208,7 @@ out_restore:
 		inject_arch_restore(t->tid, t->regs);
 out:
 	release_all(&s);
+	usft_attach_step("released");
 	if (memfd >= 0)
 		close(memfd);
 	for (int i = 0; i < s.n; i++)
@@ -1196,6 +1299,7 @@ static int restore_sites(struct usft_target *tg, struct inject_result *res)
 {
 	struct stopped s = { .pid = tg->pid };
 	struct fix_ctx fix = { .s = &s, .restore = true };
+	unsigned long failed = 0;
 	int memfd, code;
 
 	memset(res, 0, sizeof(*res));
@@ -1203,17 +1307,20 @@ static int restore_sites(struct usft_target *tg, struct inject_result *res)
 	if (!s.t)
 		return USFT_EXIT_FAIL;
 	code = stop_all(&s, res);
+	usft_attach_step("threads stopped");
 	if (!code) {
 		memfd = open_mem(tg->pid);
 		if (memfd >= 0) {
-			for_each_site(tg->pid, memfd, fix_site, &fix);
+			for_each_site(tg->pid, memfd, fix_site, &fix, &failed);
 			close(memfd);
 		}
-		if (fix.failed)
+		usft_attach_step("sites restored");
+		if (failed)
 			fail(res, USFT_EXIT_FAIL, "%lu site(s) of process %d could not be restored",
-			     fix.failed, (int)tg->pid);
+			     failed, (int)tg->pid);
 	}
 	release_all(&s);
+	usft_attach_step("released");
 	for (int i = 0; i < s.n; i++)
 		free(s.t[i].regs);
 	free(s.t);

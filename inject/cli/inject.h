@@ -84,5 +84,10 @@ int usft_inject(struct usft_target *t, const char *lib, struct inject_result *re
 int usft_restore_sites(struct usft_target *t, struct inject_result *res);
 /* @pid exited (gone, or a zombie not reaped yet) */
 bool usft_proc_gone(pid_t pid);
+/*
+ * USFT_ATTACH_TIMES=1: say on stderr how long each step of an attach or a
+ * detach took (@what: the step just finished), for bench/attach_live.py.
+ */
+void usft_attach_step(const char *what);
 
 #endif
