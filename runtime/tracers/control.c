@@ -501,6 +501,7 @@ static bool handle(int fd, char *pkt, ssize_t n, size_t cap)
 		break;
 	case USFT_CTL_DETACH:
 		do_stop();
+		usft_tracefs_reset();
 		C.owner = -1;
 		C.detach = true;
 		break;

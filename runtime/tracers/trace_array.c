@@ -1011,6 +1011,25 @@ static int prof_enable(bool on, char *why, size_t wlen)
 	return 0;
 }
 
+/*
+ * The control channel goes (DETACH): nothing of the tracefs may stay
+ * registered once the sites are put back, so every array goes back to nop,
+ * its probes and the profiler off, the instances removed.  (The kernel's
+ * tracefs has no detach.)
+ */
+void usft_tracefs_reset(void)
+{
+	char why[128];
+
+	while (instances)
+		usft_tracefs_rmdir(instances->name, why, sizeof(why));
+	if (!top.ready)
+		return;
+	ta_stop_tracer(&top);
+	clear_ftrace_function_probes(&top);
+	prof_enable(false, why, sizeof(why));
+}
+
 struct prof_line {
 	unsigned long ip, hits;
 	unsigned long long time, time_sq;

@@ -33,6 +33,8 @@ int usft_tracefs_pipe(const char *path, size_t max, FILE *f, char *why, size_t w
 /* instances/NAME */
 int usft_tracefs_mkdir(const char *name, char *why, size_t wlen);
 int usft_tracefs_rmdir(const char *name, char *why, size_t wlen);
+/* DETACH: every array back to nop (probes, profiler off), the instances removed */
+void usft_tracefs_reset(void);
 
 /* the probe commands' view of an array (trace_record.c's usft_trace_array_ops) */
 struct trace_array;
