@@ -257,6 +257,18 @@ int usft_ctl_request(int fd, int op, const char *text, char **out)
 	return ctl_request(fd, op, text, out);
 }
 
+int usft_ctl_connect(pid_t pid)
+{
+	char path[32];
+	struct stat st;
+
+	/* the socket directory is named for the process's own uid (its /proc entry's owner) */
+	snprintf(path, sizeof(path), "/proc/%d", (int)pid);
+	if (stat(path, &st))
+		return -errno;
+	return ctl_connect(pid, st.st_uid);
+}
+
 int usft_parse_pid(const char *cmd, const char *s, pid_t *pid)
 {
 	return parse_pid(cmd, s, pid);
@@ -372,6 +384,7 @@ static int finish_detach(const char *cmd, int fd, pid_t pid, struct usft_target 
 int usft_cmd_attach(int argc, char **argv)
 {
 	struct usft_target t;
+	const char *pid_arg = NULL, *mount_dir = NULL;
 	char *out = NULL;
 	bool loaded;
 	pid_t pid;
@@ -381,17 +394,32 @@ int usft_cmd_attach(int argc, char **argv)
 		usft_usage(stdout, "attach");
 		return 0;
 	}
-	if (argc != 2)
+	/* PID and --mount DIR (or --mount=DIR), in either order */
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--mount") && i + 1 < argc)
+			mount_dir = argv[++i];
+		else if (!strncmp(argv[i], "--mount=", 8))
+			mount_dir = argv[i] + 8;
+		else if (argv[i][0] == '-' && argv[i][1])
+			return usft_usage_error("attach", "unknown option '%s' (--mount DIR)", argv[i]);
+		else if (pid_arg)
+			return usft_usage_error("attach", "one process id expected");
+		else
+			pid_arg = argv[i];
+	}
+	if (!pid_arg)
 		return usft_usage_error("attach", "one process id expected");
-	r = parse_pid("attach", argv[1], &pid);
+	r = parse_pid("attach", pid_arg, &pid);
 	if (r)
+		return r;
+	if (mount_dir && (r = usft_tracefs_dir_ok("attach", mount_dir)))
 		return r;
 	fd = attach("attach", pid, &t, &loaded);
 	if (fd < 0)
 		return -fd;
 	r = ctl_request(fd, USFT_CTL_HELLO, NULL, &out);
-	close(fd);
 	if (r) {
+		close(fd);
 		fprintf(stderr, "usft attach: process %d: %s\n", (int)pid, out ? out : strerror(-r));
 		free(out);
 		return USFT_EXIT_FAIL;
@@ -400,7 +428,18 @@ int usft_cmd_attach(int argc, char **argv)
 	fprintf(stderr, "usft: %s process %d (%lu patchable sites); detach with: usft detach %d\n",
 		loaded ? "attached to" : "joined the runtime of", (int)pid, t.nr_sites, (int)pid);
 	free(out);
-	return 0;
+	if (!mount_dir) {
+		close(fd);
+		return 0;
+	}
+	/* the mount's server is a daemon: it stays until unmounted, the detach or PID's exit */
+	if (fflush(stdout) || fflush(stderr))
+		return USFT_EXIT_FAIL;
+	r = usft_mount_tracefs(fd, pid, mount_dir, false, -1);
+	if (r)
+		fprintf(stderr, "usft attach: process %d stays attached without a tracefs (usft mount "
+			"%d DIR to try again; usft detach %d)\n", (int)pid, (int)pid, (int)pid);
+	return r;
 }
 
 int usft_cmd_detach(int argc, char **argv)
@@ -484,7 +523,7 @@ int usft_record_pid(const char *arg, const struct usft_record_args *a)
 	struct usft_out out;
 	bool loaded;
 	long end_ms;
-	pid_t pid;
+	pid_t pid, mnt = -1;
 	int fd, r = 0;
 
 	r = parse_pid("record", arg, &pid);
@@ -553,6 +592,8 @@ int usft_record_pid(const char *arg, const struct usft_record_args *a)
 	if (!a->quiet)
 		fprintf(stderr, "usft: recording process %d (%s)%s; ^C to stop\n", (int)pid, a->tracer,
 			loaded ? "" : ", joined its runtime");
+	if (a->mount)
+		mnt = usft_tracefs_automount("record", pid, a->mount, 3000, a->quiet);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
@@ -564,6 +605,7 @@ int usft_record_pid(const char *arg, const struct usft_record_args *a)
 			/* the process is gone (its exit finished the file), or it
 			 * called exec: the new image is not traced */
 			close(fd);
+			usft_tracefs_autounmount(mnt);
 			if (!usft_proc_gone(pid) && !a->quiet)
 				fprintf(stderr, "usft: process %d called exec: the recording ended with "
 					"its old image (attach again to trace the new one)\n", (int)pid);
@@ -571,6 +613,7 @@ int usft_record_pid(const char *arg, const struct usft_record_args *a)
 		}
 	}
 	usft_attach_step("recording (--duration)");
+	usft_tracefs_autounmount(mnt);
 	r = ctl_request(fd, USFT_CTL_STOP, NULL, &why);
 	usft_attach_step("STOP request");
 	if (r && r != -EPIPE)

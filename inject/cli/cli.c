@@ -28,6 +28,8 @@ static const struct {
 	  "or attach to the running process PID, record, and detach (docs/attach.md).\n"
 	  "  -P, --pid PID            record the running process PID (no PROG)\n"
 	  "      --duration SECONDS   -P: stop after SECONDS (default: ^C or PID's exit)\n"
+	  "      --mount DIR          also mount the process's tracefs on DIR (as usft mount)\n"
+	  "                           once its runtime answers, unmounted when the recording ends\n"
 	  "  -p, --plugin TRACER      function (default), function_graph, profile or nop\n"
 	  "      --tracer TRACER      the same as --plugin\n"
 	  "  -l, --filter GLOB        trace only matching functions (repeatable)\n"
@@ -93,9 +95,11 @@ static const struct {
 	  "USFT_OPTIONS=stat_at_exit=1, call usft_print_stat() in it, or use -P.\n"
 	  "  -P, --pid PID            the options and live counters of process PID\n" },
 	{ "attach",
-	  "usage: usft attach PID\n"
+	  "usage: usft attach PID [--mount DIR]\n"
 	  "Load the usft runtime into the running process PID (or join the one it has) and\n"
 	  "leave its control socket serving; nothing is traced until a recording starts.\n"
+	  "      --mount DIR          then mount its tracefs on DIR (as usft mount PID DIR);\n"
+	  "                           usft detach PID or its exit unmounts it\n"
 	  "Exit status: 0; 3 no such process, 4 not permitted, 5 no patchable functions,\n"
 	  "6 another architecture, 7 no dynamic loader, 8 traced by a debugger,\n"
 	  "9 it exited or exec'd during the attach, 1 other failures.\n" },

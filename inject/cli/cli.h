@@ -133,8 +133,26 @@ int usft_ctl_request(int fd, int op, const char *text, char **out);
 int usft_parse_pid(const char *cmd, const char *s, pid_t *pid);
 /* inject/tracefs/mount.c: `usft mount PID DIR` */
 int usft_cmd_mount(int argc, char **argv);
-/* mount the tracefs of the control connection @fd to @pid on @dir; Return: exit code */
-int usft_mount_tracefs(int fd, pid_t pid, const char *dir, bool foreground);
+/*
+ * mount the tracefs of the control connection @fd to @pid on @dir, serve it
+ * until it is unmounted (in a daemon unless @foreground); @ready_fd >= 0:
+ * one byte written there (and closed) once mounted.  Return: exit code
+ */
+int usft_mount_tracefs(int fd, pid_t pid, const char *dir, bool foreground, int ready_fd);
+/* @dir is a directory (else a message); Return: 0 or USFT_EXIT_USAGE */
+int usft_tracefs_dir_ok(const char *cmd, const char *dir);
+/*
+ * inject/tracefs/automount.c: `record --mount DIR`, `attach PID --mount DIR`.
+ * usft_tracefs_automount(): a child of this usft serves @pid's tracefs on
+ * @dir once @pid's control socket answers (@wait_ms at most); returns once
+ * it is mounted.  Return: the server's pid, or -1 after a message.
+ * usft_tracefs_autounmount(): unmount it (the process left untraced by the
+ * tracefs, as after fusermount3 -u) and reap the server; -1: nothing.
+ */
+pid_t usft_tracefs_automount(const char *cmd, pid_t pid, const char *dir, long wait_ms, bool quiet);
+void usft_tracefs_autounmount(pid_t server);
+/* the control socket of @pid if it serves one (never attaches); Return: fd or -errno */
+int usft_ctl_connect(pid_t pid);
 struct usft_record_args {
 	const char *tracer, *filter, *notrace_list, *graph, *clock;
 	long long depth, bufkb;
@@ -142,6 +160,7 @@ struct usft_record_args {
 	bool follow_symlink;
 	double duration;		/* seconds, 0: until ^C or exit */
 	bool quiet;
+	const char *mount;		/* --mount DIR, or NULL */
 };
 int usft_record_pid(const char *pid, const struct usft_record_args *a);
 int usft_cmd_attach(int argc, char **argv);

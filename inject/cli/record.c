@@ -141,6 +141,7 @@ int usft_cmd_record(int argc, char **argv)
 		{ "retval", required_argument, NULL, 'R' },
 		{ "funcgraph-retval", no_argument, NULL, 'V' },
 		{ "trigger", required_argument, NULL, 'X' },
+		{ "mount", required_argument, NULL, 'M' },	/* long only: -M is not trace-cmd's */
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -153,7 +154,8 @@ int usft_cmd_record(int argc, char **argv)
 	bool quiet = false, prefault = false, follow = false, empty, lossless = false;
 	bool shared_rings = true;
 	char rings[PATH_MAX] = "";
-	const char *pid_arg = NULL;
+	const char *pid_arg = NULL, *mount_dir = NULL;
+	pid_t mnt = -1;
 	double duration = 0;
 	struct usft_out out;
 	int c, status, rc, ep[2], exec_err = 0;
@@ -263,6 +265,9 @@ int usft_cmd_record(int argc, char **argv)
 		case 'P':
 			pid_arg = optarg;
 			break;
+		case 'M':
+			mount_dir = optarg;
+			break;
 		case 'T': {
 			char *end;
 
@@ -299,6 +304,8 @@ int usft_cmd_record(int argc, char **argv)
 					"program usft runs, not to -P");
 	if (optind >= argc && !pid_arg)
 		return usft_usage_error("record", "no program to run");
+	if (mount_dir && (rc = usft_tracefs_dir_ok("record", mount_dir)))
+		return rc;
 	if (usft_find_preload(preload, sizeof(preload))) {
 		fprintf(stderr, "usft: cannot find %s (set USFT_PRELOAD)\n", USFT_PRELOAD_NAME);
 		return USFT_EXIT_RECORD_FAIL;
@@ -308,6 +315,7 @@ int usft_cmd_record(int argc, char **argv)
 			.tracer = tracer, .filter = filter, .notrace_list = notrace_list, .graph = graph,
 			.clock = clk, .depth = depth, .bufkb = bufkb, .output = output,
 			.follow_symlink = follow, .duration = duration, .quiet = quiet,
+			.mount = mount_dir,
 		};
 		int r = usft_record_pid(pid_arg, &ra);
 
@@ -402,6 +410,8 @@ int usft_cmd_record(int argc, char **argv)
 			setenv("USFT_LOSSLESS", "1", 1);
 		if (rings[0])
 			setenv("USFT_RING_DIR", rings, 1);
+		if (mount_dir)
+			setenv("USFT_CONTROL", "1", 1);	/* the tracefs's channel, even for -p nop */
 		if (options) {
 			const char *o = getenv("USFT_OPTIONS");
 			char *all = NULL;
@@ -431,12 +441,16 @@ int usft_cmd_record(int argc, char **argv)
 	close(ep[0]);
 	if (n != sizeof(exec_err))
 		exec_err = 0;	/* EOF: the program runs */
+	if (mount_dir && !exec_err)
+		mnt = usft_tracefs_automount("record", pid, mount_dir, 10000, quiet);
 	while (waitpid(pid, &status, 0) < 0) {
 		if (errno != EINTR) {
 			fprintf(stderr, "usft: waitpid: %s\n", strerror(errno));
+			usft_tracefs_autounmount(mnt);
 			return USFT_EXIT_RECORD_FAIL;
 		}
 	}
+	usft_tracefs_autounmount(mnt);	/* before the wait for leftovers: not one of them */
 	if (exec_err) {
 		/* it never ran: nothing was written, FILE is as it was */
 		fprintf(stderr, "usft: %s: %s\n", argv[optind], strerror(exec_err));

@@ -29,7 +29,8 @@
  *   USFT_LOSSLESS=1   a full ring makes the thread wait for the writer
  *   USFT_CLOCK        auto | mono | counter
  *   USFT_OPTIONS      runtime options (read by libusft itself)
- *   USFT_CONTROL=0    no control socket (tracers/control.c)
+ *   USFT_CONTROL=0    no control socket (tracers/control.c); =1: served even
+ *                     when nothing is recorded (-p nop --mount: a tracefs only)
  * In a secure-execution program (set-uid, set-gid, capabilities:
  * getauxval(AT_SECURE)) the shim does nothing at all.
  *
@@ -186,6 +187,8 @@ __attribute__((constructor)) static void usft_preload_init(void)
 			usft_control_set_conf(&o);
 			usft_control_start();
 		}
+	} else if ((v = getenv("USFT_CONTROL")) && !strcmp(v, "1")) {
+		usft_control_start();
 	}
 	usft_self_begin();
 	preload_carry_env_init();

@@ -649,16 +649,23 @@ static const struct fuse_operations ops = {
 
 /* ---- the process and the pollers ------------------------------------------------ */
 
+/*
+ * The process exits (its pidfd), or its control connection closes under us
+ * (`usft detach`, the process called exec: the image this tracefs served
+ * is gone): every file says ENODEV, then the mount goes.
+ */
 static void *watcher(void *arg)
 {
 	int pfd = (int)syscall(SYS_pidfd_open, M.pid, 0);
 
 	(void)arg;
 	for (;;) {
-		struct pollfd p = { pfd, POLLIN, 0 };
-		int n = pfd >= 0 ? poll(&p, 1, 20) : (usleep(20000), 0);
+		/* events 0 on the connection: only its hang-up, never a reply */
+		struct pollfd p[2] = { { M.fd, 0, 0 }, { pfd, POLLIN, 0 } };
+		int n = poll(p, pfd >= 0 ? 2 : 1, 20);
 
-		if (n > 0 || (pfd < 0 && kill(M.pid, 0) && errno == ESRCH))
+		if ((n > 0 && (p[0].revents || p[1].revents)) ||
+		    (pfd < 0 && kill(M.pid, 0) && errno == ESRCH))
 			M.dead = 1;
 		/* poll waiters: notify those whose pipe has data (or that the process is gone) */
 		pthread_mutex_lock(&M.poll_lock);
@@ -684,11 +691,12 @@ static void *watcher(void *arg)
 	return NULL;
 }
 
-int usft_mount_tracefs(int fd, pid_t pid, const char *dir, bool foreground)
+int usft_mount_tracefs(int fd, pid_t pid, const char *dir, bool foreground, int ready_fd)
 {
 	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
 	struct fuse_loop_config *lc;
 	char opts[256], *out = NULL;
+	sigset_t all, old, stop;
 	pthread_t wt;
 	int r;
 
@@ -726,13 +734,31 @@ int usft_mount_tracefs(int fd, pid_t pid, const char *dir, bool foreground)
 		fuse_destroy(M.fuse);
 		return USFT_EXIT_FAIL;
 	}
+	if (ready_fd >= 0) {
+		/* mounted: the waiting parent (automount.c) goes on */
+		if (write(ready_fd, "m", 1) != 1)
+			fprintf(stderr, "usft mount: telling the parent: %s\n", strerror(errno));
+		close(ready_fd);
+	}
 	fuse_set_signal_handlers(fuse_get_session(M.fuse));
+	/* only this thread takes SIGTERM/SIGINT/SIGHUP (libfuse's workers block
+	 * every signal too): the watcher is created with all of them blocked */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
 	pthread_create(&wt, NULL, watcher, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	lc = fuse_loop_cfg_create();
 	fuse_loop_cfg_set_clone_fd(lc, 0);
 	fuse_loop_cfg_set_max_threads(lc, 32);
 	r = fuse_loop_mt(M.fuse, lc);
 	fuse_loop_cfg_destroy(lc);
+	/* a stop that comes from now on (`usft record` ending, a second ^C) stays
+	 * pending: it must not cut the clean-up short and leave the process traced */
+	sigemptyset(&stop);
+	sigaddset(&stop, SIGTERM);
+	sigaddset(&stop, SIGINT);
+	sigaddset(&stop, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &stop, NULL);
 	fuse_remove_signal_handlers(fuse_get_session(M.fuse));
 	if (!M.dead) {
 		/* unmounted by the user: leave the process as it was before the mount */
@@ -781,17 +807,23 @@ int usft_cmd_mount(int argc, char **argv)
 	if (r)
 		return r;
 	dir = argv[i + 1];
-	{
-		struct stat st;
-
-		if (stat(dir, &st) || !S_ISDIR(st.st_mode)) {
-			fprintf(stderr, "usft mount: %s is not a directory: make it first (mkdir -p %s)\n",
-				dir, dir);
-			return USFT_EXIT_USAGE;
-		}
-	}
+	r = usft_tracefs_dir_ok("mount", dir);
+	if (r)
+		return r;
 	fd = usft_ctl_attach("mount", pid, &loaded);
 	if (fd < 0)
 		return -fd;
-	return usft_mount_tracefs(fd, pid, dir, fg);
+	return usft_mount_tracefs(fd, pid, dir, fg, -1);
+}
+
+int usft_tracefs_dir_ok(const char *cmd, const char *dir)
+{
+	struct stat st;
+
+	if (stat(dir, &st) || !S_ISDIR(st.st_mode)) {
+		fprintf(stderr, "usft %s: %s is not a directory: make it first (mkdir -p %s)\n",
+			cmd, dir, dir);
+		return USFT_EXIT_USAGE;
+	}
+	return 0;
 }
