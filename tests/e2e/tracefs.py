@@ -3,7 +3,7 @@
 """End-to-end tests of `usft mount PID DIR`, the tracefs of a traced process
 (docs/tracefs.md), on samples/tracee/server.c.
 
-tracefs.py CASE --usft PATH --tracees DIR --work DIR
+tracefs.py CASE --usft PATH --tracees DIR --work DIR [--toykernel PATH]
   files        each file's read format, write semantics (> replaces, >> adds,
                !glob removes), the errno of each bad write, and that a refused
                write leaves the file and the program text as they were
@@ -13,6 +13,9 @@ tracefs.py CASE --usft PATH --tracees DIR --work DIR
                the tracee's threads run: every state read is one a write made
   death        the target exits: ENODEV, then unmounted; kill -9 of the
                server: unmounted (auto_unmount), nothing left in D state
+  automount    record --mount, record -P --mount, attach --mount: mounted
+               once the runtime answers, unmounted when the recording ends
+               or on detach (which leaves no tracer registered)
 Needs root and /dev/fuse (exit 77, skipped, otherwise).  Never asserts a time:
 waits have generous limits and only fail when a thing never happens.
 """
@@ -201,11 +204,15 @@ def case_files():
         m.ok("tracing_on", "0\n")
         # a callback already past the tracing_on test still commits its event,
         # as in the kernel (ring_buffer_record_off() waits for no writer):
-        # let those finish before the buffer is cleared and checked
+        # let those finish before the buffer is cleared and checked (on a
+        # loaded machine one may be preempted there: clear and look again)
         time.sleep(0.05)
-        m.ok("trace", "")
-        time.sleep(0.05)
-        check(lines(m.read("trace")) == [], "tracing_on 0 records nothing")
+
+        def settled():
+            m.ok("trace", "")
+            time.sleep(0.05)
+            return lines(m.read("trace")) == []
+        wait_for(settled, "tracing_on 0 records nothing")
         m.ok("tracing_on", "1\n")
 
         # function_graph
@@ -463,8 +470,111 @@ def case_death():
     t.finish()
 
 
+def mount_dir(name):
+    d = os.path.join(ARGS.work, name)
+    if mounted(d):
+        subprocess.run(["fusermount3", "-u", "-z", d])
+    os.makedirs(d, exist_ok=True)
+    return d
+
+
+def fsname_is_tracefs(d):
+    with open("/proc/mounts") as f:
+        return any(l.split()[1] == d and l.startswith("tracefs ") for l in f)
+
+
+def trace_in(d, filt, tracer, want, what):
+    """echo FILT > set_ftrace_filter; echo TRACER > current_tracer; then
+    wait for WANT in trace"""
+    for name, v in (("set_ftrace_filter", filt), ("current_tracer", tracer)):
+        with open(os.path.join(d, name), "w") as f:
+            f.write(v + "\n")
+    wait_for(lambda: want in open(os.path.join(d, "trace")).read(), what)
+
+
+def usft_until(args, body):
+    """`usft ARGS` in the background while body(p) runs (and ends it);
+    Return: (exit status, stderr); killed if body failed"""
+    p = subprocess.Popen([ARGS.usft] + [str(a) for a in args], env=env(), cwd=ARGS.work,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        body(p)
+        _, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.communicate()
+    return p.returncode, err.decode(errors="replace")
+
+
+def case_automount():
+    """record --mount DIR -- PROG, record -P PID --mount DIR, attach PID
+    --mount DIR: mounted once the runtime answers, gone when the recording
+    ends / on detach; a detach leaves no tracefs tracer registered"""
+    # record PROG: -p nop, the tracefs only (the runtime's control socket
+    # served without a recording); PROG's exit ends it
+    d = mount_dir("rec")
+
+    def with_toykernel(p):
+        line = p.stdout.readline().decode()
+        check(line.startswith("toykernel: pid"), "toykernel did not start: %r" % line)
+        wait_for(lambda: mounted(d), "record --mount: mounted")
+        check(fsname_is_tracefs(d), "record --mount: fsname tracefs")
+        check(open(os.path.join(d, "current_tracer")).read() == "nop\n", "current_tracer nop")
+        trace_in(d, "schedule", "function", " schedule <-", "record --mount: schedule events")
+        os.kill(int(line.split()[2].rstrip(",")), signal.SIGTERM)
+
+    rc, err = usft_until(["record", "-p", "nop", "-o", "t.dat", "--mount", d, "--",
+                          ARGS.toykernel, "--cpus", "2"], with_toykernel)
+    check(rc == 0, "record --mount: exit %d: %s" % (rc, err))
+    check("mounted on %s" % d in err, "record --mount says where: %s" % err)
+    check("left processes running" not in err, "the mount server is not a leftover: %s" % err)
+    wait_for(lambda: not mounted(d), "record --mount: unmounted at the end")
+
+    # attach --mount, then detach: unmounted, and no tracer left in the process
+    t = Tracee()
+    d = mount_dir("att")
+    rc, out, err = harness.usft("attach", t.pid, "--mount", d)
+    check(rc == 0, "attach --mount: %d %s" % (rc, err))
+    check(mounted(d) and fsname_is_tracefs(d), "attach --mount: mounted on return")
+    os.mkdir(os.path.join(d, "instances", "foo"))
+    trace_in(d, "mix", "function", " mix <-", "attach --mount: mix events")
+    rc, out, err = harness.usft("detach", t.pid)
+    check(rc == 0, "detach: %d %s" % (rc, err))
+    wait_for(lambda: not mounted(d), "unmounted on detach")
+    check(dir_answers(d), "the mount point answers after the detach")
+    m = Mount(t.pid, "again")
+    try:
+        check(m.read("current_tracer") == "nop\n", "after a detach: current_tracer nop")
+        check(m.read("enabled_functions") == "", "after a detach: nothing enabled")
+        check(os.listdir(m.path("instances")) == [], "after a detach: no instances")
+    finally:
+        m.umount()
+
+    # record -P --mount: the mount goes when the recording ends, the process stays
+    d = mount_dir("recp")
+
+    def with_server(p):
+        wait_for(lambda: mounted(d), "record -P --mount: mounted")
+        trace_in(d, "checksum mix", "function_graph", "checksum() {",
+                 "record -P --mount: graph lines")
+        p.send_signal(signal.SIGINT)
+
+    rc, err = usft_until(["record", "-q", "-P", t.pid, "-p", "function", "-l", "checksum",
+                          "-o", "p.dat", "--mount", d], with_server)
+    check(rc == 0, "record -P --mount: exit %d: %s" % (rc, err))
+    check(not mounted(d), "record -P --mount: unmounted when the recording ended")
+    check(t.alive(), "the process lives on")
+    # a bad DIR: refused before anything is attached or run
+    rc, out, err = harness.usft("attach", t.pid, "--mount", os.path.join(ARGS.work, "none"))
+    check(rc == 2 and "mkdir -p" in err, "attach --mount to no directory: %d %s" % (rc, err))
+    rc, out, err = harness.usft("record", "--mount", os.path.join(ARGS.work, "none"), "--", "true")
+    check(rc == 2 and "mkdir -p" in err, "record --mount to no directory: %d %s" % (rc, err))
+    t.finish()
+
+
 CASES = {"files": case_files, "pipe": case_pipe, "instances": case_instances,
-         "concurrency": case_concurrency, "death": case_death}
+         "concurrency": case_concurrency, "death": case_death, "automount": case_automount}
 
 
 def needs():
@@ -473,8 +583,12 @@ def needs():
     return None
 
 
+def toykernel_option(ap):
+    ap.add_argument("--toykernel", default="", help="samples/toykernel's program (automount)")
+
+
 def main():
-    return harness.main(CASES, "tracefs_", skip=needs)
+    return harness.main(CASES, "tracefs_", options=toykernel_option, skip=needs)
 
 
 if __name__ == "__main__":
