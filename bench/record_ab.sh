@@ -7,7 +7,10 @@
 # each of ROUNDS rounds (default 5), and prints per configuration the median
 # of loop's ns_per_call (CPU time of the calling thread in the loop), the
 # events and lost counts, and the recording's max RSS (GNU time's %M: the
-# largest of usft and the tracee), as key=value lines.
+# largest of usft and the tracee), as key=value lines.  RINGS (default
+# "shared private") picks the ring kinds; "given" is shared rings that give
+# their pages back as they are written out (USFT_RING_KEEP=0), whatever
+# their size (docs/tracers.md, "Memory").
 set -eu
 build=${1:?usage: record_ab.sh BUILD [CALLS] [ROUNDS]}
 calls=${2:-5000000}
@@ -18,9 +21,11 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 for r in $(seq "$rounds"); do
 	for tracer in function function_graph; do
-		for rings in shared private; do
-			/usr/bin/time -f "rss_kb=%M" -o "$tmp/time" \
-				"$usft" record -p "$tracer" --rings "$rings" -o "$tmp/t.dat" -- \
+		for rings in ${RINGS:-shared private}; do
+			kind=$rings keep=
+			[ "$rings" = given ] && kind=shared keep=0
+			USFT_RING_KEEP=$keep /usr/bin/time -f "rss_kb=%M" -o "$tmp/time" \
+				"$usft" record -p "$tracer" --rings "$kind" -o "$tmp/t.dat" -- \
 				"$loop" "$calls" time >/dev/null 2>"$tmp/err"
 			ns=$(sed -n 's/^ns_per_call=//p' "$tmp/err")
 			sum=$(grep '^usft: [0-9]* events' "$tmp/err" | sed 's/usft: \([0-9]*\) events, \([0-9]*\) lost.*/\1 \2/')
@@ -29,7 +34,7 @@ for r in $(seq "$rounds"); do
 	done
 done
 for tracer in function function_graph; do
-	for rings in shared private; do
+	for rings in ${RINGS:-shared private}; do
 		grep "^$tracer $rings " "$tmp/all" | sort -k3 -n | awk -v t="$tracer" -v r="$rings" '
 			{ ns[NR] = $3; ev = $4; lost += $5; if ($6 > rss) rss = $6 }
 			END { printf "record_%s_%s_ns_per_call=%s\nrecord_%s_%s_events=%s\nrecord_%s_%s_lost_total=%d\nrecord_%s_%s_max_rss_kb=%d\n",

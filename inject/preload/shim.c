@@ -27,6 +27,8 @@
  *   USFT_RING_DIR     shared (crash-safe) rings: a file in this directory that
  *                     `usft record` reads after the process dies (unset: private)
  *   USFT_LOSSLESS=1   a full ring makes the thread wait for the writer
+ *   USFT_RING_KEEP    rings larger than this (K/M/G; default 64M) give the
+ *                     pages written out back to the system (0: every ring)
  *   USFT_CLOCK        auto | mono | counter
  *   USFT_OPTIONS      runtime options (read by libusft itself)
  *   USFT_CONTROL=0    no control socket (tracers/control.c); =1: served even
@@ -119,7 +121,7 @@ static void start_triggers(const char *list)
 __attribute__((constructor)) static void usft_preload_init(void)
 {
 	struct usft_trace_opts o = { 0 };
-	unsigned long long ring, depth, threads;
+	unsigned long long ring, depth, threads, keep;
 	char abs_out[PATH_MAX];
 	const char *v;
 	int ret;
@@ -147,8 +149,13 @@ __attribute__((constructor)) static void usft_preload_init(void)
 	    !env_number("USFT_BUFFER_SIZE", getenv("USFT_BUFFER_SIZE"), true, USFT_RING_MIN_BYTES,
 			USFT_RING_MAX_BYTES, &ring) ||
 	    !env_number("USFT_MAX_THREADS", getenv("USFT_MAX_THREADS"), false, USFT_MIN_THREADS,
-			USFT_MAX_THREADS, &threads))
+			USFT_MAX_THREADS, &threads) ||
+	    !env_number("USFT_RING_KEEP", getenv("USFT_RING_KEEP"), true, 0, USFT_RING_MAX_BYTES,
+			&keep))
 		return;
+	/* set to 0: every ring gives its pages back (0 in the options: the default) */
+	v = getenv("USFT_RING_KEEP");
+	o.ring_keep = v && *v ? (keep ? (size_t)keep : 1) : 0;
 	o.max_depth = (int)depth;
 	o.buffer_size = (size_t)ring;
 	o.max_threads = (unsigned int)threads;

@@ -34,6 +34,14 @@ static unsigned long no_slot_events;
 static const unsigned int cpu_unknown = EV_CPU_UNKNOWN;
 static int prefault_ok = 1;
 static bool pool_lossless;
+/*
+ * Rings larger than this give the pages the writer has written out back
+ * (hole punch / MADV_DONTNEED) and have them populated again ahead of the
+ * producer: a busy thread's memory is what is not written out yet, not
+ * the ring's size.  Smaller rings keep their pages lap after lap.
+ */
+static size_t ring_keep;
+static bool ring_punch;
 static unsigned int pool_waiters;	/* lossless producers waiting now */
 
 /* shared rings: the file, its mapping (header page, slot headers, rings) */
@@ -93,6 +101,37 @@ static int populate(struct usft_tbuf *b, unsigned long from, unsigned long to)
 	return -errno;
 }
 
+/*
+ * Ring positions [from, to) (absolute: they grow past the ring's size lap
+ * after lap; to - from <= size) populated, split where the ring wraps.
+ */
+static int populate_pos(struct usft_tbuf *b, unsigned long from, unsigned long to)
+{
+	unsigned long m = b->size - 1, off = from & m, len = to - from;
+	int ret;
+
+	if (!len)
+		return 0;
+	if (off + len <= b->size)
+		return populate(b, off, off + len);
+	ret = populate(b, off, b->size);
+	return ret ? ret : populate(b, 0, len - (b->size - off));
+}
+
+/* what the producer may reach: a page-aligned consumed when pages go back */
+static unsigned long tbuf_released(struct usft_tbuf *b)
+{
+	unsigned long c = __atomic_load_n(&b->consumed, __ATOMIC_ACQUIRE);
+
+	return ring_punch ? c & ~4095UL : c;
+}
+
+/* whether every page of the ring is there for good (no more populating) */
+static bool tbuf_all_there(struct usft_tbuf *b, unsigned long pop)
+{
+	return !ring_punch && pop >= b->size;
+}
+
 unsigned int usft_tbuf_pool_slots(void)
 {
 	return nr_slots;
@@ -113,22 +152,56 @@ struct usft_tbuf *usft_tbuf_slot(unsigned int i)
  */
 void usft_tbuf_prefault(struct usft_tbuf *b)
 {
-	unsigned long head, want, rate, have;
+	unsigned long head, want, rate, have, cap;
 
-	if ((!prefault_ok && !ring_file) || __atomic_load_n(&b->populated, __ATOMIC_ACQUIRE) >=
-	    b->size)
+	if (!prefault_ok && !ring_file)
+		return;
+	have = __atomic_load_n(&b->populated, __ATOMIC_ACQUIRE);
+	if (tbuf_all_there(b, have))
 		return;
 	head = __atomic_load_n(&b->head, __ATOMIC_RELAXED);
 	rate = head - b->prefault_last;
 	b->prefault_last = head;
 	want = head + (rate * 2 > HUGE_BYTES ? rate * 2 : HUGE_BYTES);
 	want = (want + HUGE_BYTES - 1) & ~(HUGE_BYTES - 1);
-	if (want > b->size)
-		want = b->size;
-	have = __atomic_load_n(&b->populated, __ATOMIC_ACQUIRE);
-	if (want <= have || populate(b, have, want))
+	/* never a page whose previous lap is not written out (and given back) */
+	cap = ring_punch ? tbuf_released(b) + b->size : b->size;
+	if (want > cap)
+		want = cap;
+	if (want <= have || populate_pos(b, have, want))
 		return;
 	max_store(&b->populated, want);
+}
+
+/*
+ * Writer: ring positions [from, to) are in the file (consumed is still
+ * @from): their whole pages go back, before consumed moves, so that the
+ * producer (which never passes the page-aligned consumed + size) cannot
+ * be writing the next lap into them.  The page holding @to stays: the
+ * next pass gives it back.
+ */
+void usft_tbuf_give_back(struct usft_tbuf *b, unsigned long from, unsigned long to)
+{
+	unsigned long lo = from & ~4095UL, hi = to & ~4095UL, m = b->size - 1;
+	unsigned long off, len, first;
+
+	if (!ring_punch || hi <= lo || !b->data)
+		return;
+	off = lo & m;
+	len = hi - lo;
+	first = len < b->size - off ? len : b->size - off;
+	for (int k = 0; k < 2 && len; k++) {
+		char *p = (char *)b->data + off;
+
+		if (ring_file && ring_fd >= 0)
+			fallocate(ring_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+				  (off_t)(p - (char *)ring_file), (off_t)first);
+		else
+			madvise(p, first, MADV_DONTNEED);
+		len -= first;
+		off = 0;
+		first = len;
+	}
 }
 
 /*
@@ -164,10 +237,10 @@ void usft_tbuf_prepare_free(void)
 /* the producer's next limit (any value computed here is a lower bound) */
 static unsigned long tbuf_limit(struct usft_tbuf *b)
 {
-	unsigned long full = __atomic_load_n(&b->consumed, __ATOMIC_ACQUIRE) + b->size;
+	unsigned long full = tbuf_released(b) + b->size;
 	unsigned long pop = __atomic_load_n(&b->populated, __ATOMIC_ACQUIRE);
 
-	if (!ring_file || pop >= b->size)
+	if (!ring_file || tbuf_all_there(b, pop))
 		return full;
 	return pop < full ? pop : full;
 }
@@ -178,7 +251,7 @@ bool usft_tbuf_make_room(struct usft_tbuf *b, unsigned long end)
 	int saved = errno;
 	bool ok = true;
 
-	while (end - __atomic_load_n(&b->consumed, __ATOMIC_ACQUIRE) > b->size) {
+	while (end - tbuf_released(b) > b->size) {
 		struct timespec ts = { 0, LOSSLESS_POLL_NS };
 
 		/* a writer gone (stopping, stopped by a signal) never hangs us */
@@ -197,18 +270,20 @@ bool usft_tbuf_make_room(struct usft_tbuf *b, unsigned long end)
 	if (waited)
 		__atomic_sub_fetch(&pool_waiters, 1, __ATOMIC_RELAXED);
 	if (ring_file) {
-		/* the first lap: head never passes the populated part */
+		/* head never passes the populated part (the first lap, or all laps
+		 * when pages go back) */
 		unsigned long pop = __atomic_load_n(&b->populated, __ATOMIC_ACQUIRE);
-		unsigned long need = end < b->size ? end : b->size;
+		unsigned long cap = ring_punch ? tbuf_released(b) + b->size : b->size;
+		unsigned long need = end < cap ? end : cap;
 
-		if (pop < need) {
+		if (!tbuf_all_there(b, pop) && pop < need) {
 			unsigned long to = need + (!pop ? FIRST_CHUNK :
 						   pop < NEXT_CHUNK_MAX ? pop : NEXT_CHUNK_MAX);
 
 			to = (to + 4095) & ~4095UL;
-			if (to > b->size)
-				to = b->size;
-			if (populate(b, pop, to)) {
+			if (to > cap)
+				to = cap;
+			if (populate_pos(b, pop, to)) {
 				ok = false;
 				goto out;
 			}
@@ -246,7 +321,7 @@ void usft_tbuf_pool_trim(void)
 			continue;
 		}
 		madvise(b->data, b->size, MADV_DONTNEED);
-		b->populated = b->size;
+		b->populated = ring_punch ? 0 : b->size;
 	}
 }
 
@@ -403,6 +478,14 @@ void usft_tbuf_release(struct usft_tbuf *b)
 {
 	if (b->prof)
 		memset(b->prof, 0, (b->prof_mask + 1) * sizeof(*b->prof));
+	if (ring_punch && b->size) {
+		/*
+		 * Pages go back: the next thread starts at position 0 with
+		 * nothing of this one's left but a first page made ready.
+		 */
+		usft_tbuf_give_back(b, 0, b->size);
+		b->populated = ring_file && populate(b, 0, FIRST_CHUNK) ? 0 : FIRST_CHUNK;
+	}
 	__atomic_store_n(&b->state, TBUF_FREE, __ATOMIC_RELEASE);
 }
 
@@ -552,6 +635,8 @@ void usft_tbuf_atfork_child(void)
 	if ((unsigned long)self > 1) {
 		self->head = self->commit = self->consumed = 0;
 		self->limit = 0;
+		if (ring_punch && !ring_file)
+			self->populated = 0;	/* positions start again (private) */
 		self->lost = self->lost_seen = 0;
 		self->nest = self->reserving = self->prof_busy = 0;
 		/* a pending entry was made before the fork: the parent writes it */
@@ -695,6 +780,8 @@ int usft_tbuf_pool_init(const struct usft_pool_opts *o)
 	if (!max_threads)
 		max_threads = 256;
 	pool_lossless = o->lossless;
+	ring_keep = o->ring_keep ? o->ring_keep : USFT_RING_KEEP_DEFAULT;
+	ring_punch = ring > ring_keep;
 	if (ring && o->ring_dir && *o->ring_dir &&
 	    snprintf(ring_dir, sizeof(ring_dir), "%s", o->ring_dir) < (int)sizeof(ring_dir))
 		shared = true;

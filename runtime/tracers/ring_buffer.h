@@ -28,10 +28,11 @@
  * that outlives the process, so `usft record` finds in it, after any death,
  * what the writer had not written out yet.  Only pages known to be
  * allocated in that file are written (a page fault on a full tmpfs would
- * be SIGBUS): @limit never passes the populated part of the first lap.
+ * be SIGBUS): @limit never passes the populated part of the first lap (of
+ * every lap when the ring gives its written pages back: usft_tbuf_give_back()).
  *
- * Consumer (the writer thread, or a flush): reads [consumed, commit) and
- * then releases consumed.
+ * Consumer (the writer thread, or a flush): reads [consumed, commit),
+ * gives whole pages of it back (large rings) and then releases consumed.
  */
 #ifndef USFT_RING_BUFFER_H
 #define USFT_RING_BUFFER_H
@@ -308,6 +309,7 @@ struct usft_pool_opts {
 	bool prefault_first;		/* the first thread's whole ring at start */
 	bool lossless;			/* full ring: wait for the writer */
 	const char *ring_dir;		/* shared rings: a file there; NULL: private */
+	size_t ring_keep;		/* rings above it give pages back; 0: the default */
 };
 int usft_tbuf_pool_init(const struct usft_pool_opts *o);
 /*
@@ -326,6 +328,14 @@ unsigned int usft_tbuf_pool_slots(void);
 struct usft_tbuf *usft_tbuf_slot(unsigned int i);
 void usft_tbuf_release(struct usft_tbuf *b);	/* consumer: DEAD -> FREE */
 void usft_tbuf_prefault(struct usft_tbuf *b);	/* consumer: ring pages ahead */
+/*
+ * Rings larger than this (bytes; USFT_RING_KEEP sets it) give the pages
+ * written out back to the system, so a thread's memory is what the writer
+ * has not written yet plus what is populated ahead of it.
+ */
+#define USFT_RING_KEEP_DEFAULT	(64UL << 20)
+/* consumer: ring positions [from, to) are written out (consumed still @from) */
+void usft_tbuf_give_back(struct usft_tbuf *b, unsigned long from, unsigned long to);
 void usft_tbuf_prepare_free(void);		/* writer: free slots' first page */
 void usft_tbuf_atfork_child(void);
 unsigned long usft_tbuf_no_slot(void);	/* events dropped: no slot for the thread */

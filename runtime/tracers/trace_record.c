@@ -490,6 +490,10 @@ static void drain_slot(struct usft_tbuf *b)
 	S.lost += lost - b->lost_seen;
 	__atomic_store_n(&b->lost_seen, lost, __ATOMIC_RELEASE);
 	b->events_written += ev;
+	/* pages written out go back before consumed lets the next lap in
+	 * (only when the chunk is in the file: a salvage reads the ring) */
+	if (!S.write_error && S.fd >= 0)
+		usft_tbuf_give_back(b, from, commit);
 	__atomic_store_n(&b->consumed, commit, __ATOMIC_RELEASE);
 	__atomic_store_n(&b->writing, 0, __ATOMIC_RELEASE);
 	S.drained += len;
@@ -1012,7 +1016,7 @@ static int tracer_start(const struct usft_trace_opts *o)
 		struct usft_pool_opts po = {
 			.ring_bytes = ring, .prof_entries = prof, .max_threads = o->max_threads,
 			.prefault_first = o->prefault, .lossless = o->lossless,
-			.ring_dir = o->ring_dir,
+			.ring_dir = o->ring_dir, .ring_keep = o->ring_keep,
 		};
 
 		ret = usft_tbuf_pool_init(&po);

@@ -6,10 +6,13 @@
  * this then prints on stderr: the CPU time of the calling thread in the
  * call loop alone (start-up, writing the trace file and time spent waiting
  * for a busy machine's CPUs are not counted), and the wall time as well.
+ * loop N time EVERY: a 1 ms pause after every EVERY calls (a producer the
+ * writer keeps up with whatever the machine's load: e2e_ring_give_back).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
 #include "tracee.h"
 
 TRACEE long work(long x)
@@ -21,12 +24,16 @@ TRACEE long work(long x)
 int main(int argc, char **argv)
 {
 	long n = argc > 1 ? atol(argv[1]) : 20000000L, v = 0;
+	long every = argc > 3 ? atol(argv[3]) : 0;
 	struct timespec a, b, wa, wb;
 
 	clock_gettime(CLOCK_MONOTONIC, &wa);
 	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);
-	for (long i = 0; i < n; i++)
+	for (long i = 0; i < n; i++) {
 		v = work(v);
+		if (every > 0 && !((i + 1) % every))
+			usleep(1000);
+	}
 	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &b);
 	clock_gettime(CLOCK_MONOTONIC, &wb);
 	printf("calls = %ld\n", v);

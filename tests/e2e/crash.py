@@ -98,9 +98,16 @@ def one(i, rnd, work):
     prog = os.path.join(work, "p%d" % i)
     out = os.path.join(work, "t%d.dat" % i)
     n = rnd.randint(0, 3000)
-    cmd = [e2e.ARGS.usft, "record", "-q", "-p", tracer, "-o", out, "--",
-           tracee("crash"), "loop" if mode == "kill" else mode, str(n), prog]
-    p = subprocess.Popen(cmd, env=env(), cwd=work, stdout=subprocess.DEVNULL,
+    # one run in four: a 16 KiB ring that gives its pages back as they are
+    # written (USFT_RING_KEEP=0), many laps, the writer waited for (lossless)
+    small = rnd.random() < 0.25
+    cmd = [e2e.ARGS.usft, "record", "-q", "-p", tracer, "-o", out] + \
+        (["-b", "16", "--lossless"] if small else []) + \
+        ["--", tracee("crash"), "loop" if mode == "kill" else mode, str(n), prog]
+    renv = env()
+    if small:
+        renv["USFT_RING_KEEP"] = "0"
+    p = subprocess.Popen(cmd, env=renv, cwd=work, stdout=subprocess.DEVNULL,
                          stderr=subprocess.PIPE)
     sig = None
     if mode == "kill":
@@ -215,6 +222,48 @@ def case_report_stream():
         check(tids, "%s: no thread in the report" % tracer)
         rc, loaded, _ = e2e.usft("report", "-i", out, "--tid", ",".join(tids))
         check(streamed == loaded, "%s: streamed and loaded reports differ" % tracer)
+
+
+def head(path, lines):
+    """the first @lines lines of `usft report -i @path` (it streams)"""
+    p = subprocess.Popen([e2e.ARGS.usft, "report", "-i", path], env=env(), cwd=e2e.ARGS.work,
+                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    got = [p.stdout.readline() for _ in range(lines)]
+    p.stdout.close()
+    p.wait()
+    return "".join(got)
+
+
+def case_ring_give_back():
+    """A ring larger than the trace gives its pages back as the writer writes
+    them out (docs/tracers.md, "Memory"): a 1 GiB ring, 72 MB of events
+    (3M function_graph leaves, a pause every 50,000 calls so that the writer
+    keeps up on a loaded machine), the tracee's RSS stays far below the
+    trace's size; with the pages kept (USFT_RING_KEEP above the ring) it
+    reaches it.  And every event is in the file."""
+    out = os.path.join(e2e.ARGS.work, "g.dat")
+    rss = {}
+    for keep in ("", str(2 << 30)):
+        renv = env()
+        if keep:
+            renv["USFT_RING_KEEP"] = keep
+        cmd = [e2e.ARGS.usft, "record", "-q", "-p", "function_graph", "-b", str(1 << 20),
+               "-o", out, "--",
+               tracee("loop"), "3000000", "time", "50000"]
+        p = subprocess.Popen(cmd, env=renv, cwd=e2e.ARGS.work, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+        _, status, ru = os.wait4(p.pid, 0)
+        check(status == 0, "record (keep=%r): status %d" % (keep, status))
+        text = head(out, 4)
+        m = re.search(r"entries-written: (\d+)/(\d+)", text)
+        check(m and m.group(1) == m.group(2) == "6000002",
+              "keep=%r: %s events in the file, want 6000002" % (keep, m and m.groups()))
+        rss[keep] = ru.ru_maxrss >> 10
+    os.unlink(out)
+    print("max RSS: pages given back %d MB, kept %d MB" % (rss[""], rss[str(2 << 30)]))
+    check(rss[str(2 << 30)] >= 64, "pages kept: max RSS %d MB, a ring that keeps its "
+          "pages should hold the 72 MB trace" % rss[str(2 << 30)])
+    check(rss[""] < 40, "pages given back: max RSS %d MB for a 72 MB trace" % rss[""])
 
 
 CASES = {k[5:]: v for k, v in globals().items() if k.startswith("case_")}
