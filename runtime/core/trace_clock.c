@@ -147,6 +147,13 @@ USFT_API int usft_set_trace_clock(const char *name)
 	return usft_err(ret);
 }
 
+/* calibrated on return (trace_clock.h) */
+USFT_API const struct trace_clock_state *usft_trace_clock_state(void)
+{
+	trace_clock_setup();
+	return &usft_tclock;
+}
+
 USFT_API const char *usft_trace_clock_name(void)
 {
 	trace_clock_setup();

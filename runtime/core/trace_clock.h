@@ -32,6 +32,14 @@ struct trace_clock_state {
 	int kind;			/* enum trace_clock_kind */
 };
 extern struct trace_clock_state usft_tclock __hidden;	/* direct, not through the GOT */
+/*
+ * usft_tclock for the preload shim (exported, libusft.map USFT_PRIVATE):
+ * its function tracer reads the clock inline through this pointer instead
+ * of calling usft_trace_clock() through the PLT.  A function, not the
+ * object itself: a program's reference to exported data would get a copy
+ * relocation that the library, reading usft_tclock directly, never sees.
+ */
+const struct trace_clock_state *usft_trace_clock_state(void);
 
 /* calibrate once (before the first trace_clock_local() that matters) */
 void trace_clock_setup(void);
@@ -44,16 +52,25 @@ static inline unsigned long long mono_ns(void)
 	return (unsigned long long)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
 }
 
-static __always_inline unsigned long long trace_clock_local(void)
+/*
+ * The read on calibration @s.  Before the calibration @s->kind is
+ * CLOCK_KIND_MONO (zero), so a read that comes first is still right.
+ */
+static __always_inline unsigned long long trace_clock_read(const struct trace_clock_state *s)
 {
 #if HAVE_ARCH_TRACE_CYCLES
-	if (likely(usft_tclock.kind == CLOCK_KIND_COUNTER)) {
-		unsigned long long d = arch_trace_cycles() - usft_tclock.c0;
+	if (likely(s->kind == CLOCK_KIND_COUNTER)) {
+		unsigned long long d = arch_trace_cycles() - s->c0;
 
-		return usft_tclock.t0 + (unsigned long long)(((unsigned __int128)d * usft_tclock.mult) >> 32);
+		return s->t0 + (unsigned long long)(((unsigned __int128)d * s->mult) >> 32);
 	}
 #endif
 	return mono_ns();
+}
+
+static __always_inline unsigned long long trace_clock_local(void)
+{
+	return trace_clock_read(&usft_tclock);
 }
 
 #endif

@@ -13,7 +13,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <usft/usft.h>
+#include "core/trace_clock.h"	/* before tracer.h: compiler.h's likely() */
 #include "tracer.h"
+
+/* no silent fallback to clock_gettime() on an arch that has a counter */
+#if !HAVE_ARCH_TRACE_CYCLES && (defined(__x86_64__) || defined(__aarch64__))
+#error "asm/trace_clock.h not found: the shim's include path lacks runtime/arch/<arch>"
+#endif
 
 /* ---- filters --------------------------------------------------------- */
 
@@ -235,6 +241,9 @@ bool usft_graph_notrace_match(unsigned long ip)
 
 /* ---- the function tracer --------------------------------------------- */
 
+/* usft_trace_clock()'s calibration, set before the ops is registered */
+static const struct trace_clock_state *function_clock;
+
 static void function_trace_call(unsigned long ip, unsigned long parent_ip,
 				struct ftrace_ops *op, struct ftrace_regs *fregs)
 {
@@ -246,7 +255,11 @@ static void function_trace_call(unsigned long ip, unsigned long parent_ip,
 	b = usft_tbuf_get();
 	if (unlikely(!b))
 		return;
-	ts = usft_trace_clock();
+	/*
+	 * usft_trace_clock() inline: no call through the PLT, and the
+	 * counter's latency overlaps the reservation below
+	 */
+	ts = trace_clock_read(function_clock);
 	usft_tbuf_write(b, usft_ev_w0(ts - usft_trace_base, usft_tbuf_cpu(b)),
 			usft_ev_w1(ip, 0, EV_FUNC), parent_ip, 3);
 }
@@ -258,6 +271,7 @@ static int function_init(const struct usft_trace_opts *o)
 {
 	int ret = usft_apply_filters(&function_ops, o);
 
+	function_clock = usft_trace_clock_state();
 	if (ret)
 		return ret;	/* -ENOENT: not yet; refilter() retries after dlopen */
 	ret = register_ftrace_function(&function_ops);

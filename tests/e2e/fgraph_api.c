@@ -16,6 +16,7 @@
 #include <unistd.h>
 #include <usft/fgraph.h>
 #include <usft/usft.h>
+#include "core/trace_clock.h"	/* the shim's inline read of the same clock */
 
 #if defined(__clang__)
 #define TRACEE __attribute__((noinline, used))
@@ -304,6 +305,31 @@ Test(fgraph, trace_clock_is_monotonic)
 	cr_assert_eq(usft_set_trace_clock("mono"), 0);
 	cr_assert_str_eq(usft_trace_clock_name(), "mono");
 	cr_assert_eq(usft_set_trace_clock("auto"), 0);
+}
+
+/*
+ * The preload shim's function tracer reads the clock inline through the
+ * exported calibration (usft_trace_clock_state()): that read lies between two
+ * usft_trace_clock() reads, with the counter and with mono.
+ */
+Test(fgraph, trace_clock_state_is_the_clock)
+{
+	const char *clocks[] = { "auto", "mono", "auto" };
+
+	const struct trace_clock_state *st = usft_trace_clock_state();
+
+	cr_assert_eq(st->kind == CLOCK_KIND_COUNTER,
+		     !strcmp(usft_trace_clock_name(), "counter"));
+	for (int c = 0; c < 3; c++) {
+		cr_assert_eq(usft_set_trace_clock(clocks[c]), 0);
+		for (int i = 0; i < 1000; i++) {
+			unsigned long long a = usft_trace_clock();
+			unsigned long long b = trace_clock_read(st);
+			unsigned long long d = usft_trace_clock();
+
+			cr_assert(a <= b && b <= d, "%s: %llu %llu %llu", clocks[c], a, b, d);
+		}
+	}
 }
 
 /* graph jmp mode: a site whose only ops is a graph ops jumps (E9) to its stub */
