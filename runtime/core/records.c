@@ -464,6 +464,7 @@ static int ftrace_process_locs(struct usft_object *obj)
 {
 	unsigned long *ips = NULL, nr = 0, cap = 0, i, nr_nosym = 0;
 	struct ftrace_page *pg, *tail;
+	size_t sym_cursor = 0;
 
 	for (unsigned int r = 0; r < obj->elf.nr_pfe; r++) {
 		unsigned long start = obj->elf.pfe[r].addr + (obj->elf.is_dyn ? obj->bias : 0);
@@ -533,7 +534,9 @@ static int ftrace_process_locs(struct usft_object *obj)
 	}
 	obj->pages = pg;
 	for (i = 0, tail = pg; i < nr; i++) {
-		const struct usft_elf_sym *sym = find_func(obj, ips[i]);
+		/* ips[] is sorted: each lookup goes on from the last */
+		const struct usft_elf_sym *sym = usft_elf_find_sym_next(&obj->elf, ips[i] - obj->bias,
+									&sym_cursor);
 		struct dyn_ftrace *rec;
 
 		if (tail->index == tail->size)

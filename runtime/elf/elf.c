@@ -595,25 +595,12 @@ static bool elf_sym_contains(const struct usft_elf_sym *sym, unsigned long addr)
 	return addr >= sym->addr && addr - sym->addr < (sym->size ? sym->size : 1);
 }
 
-const struct usft_elf_sym *usft_elf_find_sym(const struct usft_elf_info *info,
-					     unsigned long addr)
+/* the symbol containing @addr, @lo = the first entry starting above it */
+static const struct usft_elf_sym *elf_sym_below(const struct usft_elf_sym *syms, size_t lo,
+						unsigned long addr)
 {
-	const struct usft_elf_sym *syms;
-	size_t lo = 0, hi, mid, last, first, i;
+	size_t last, first, i;
 
-	if (!info || !info->syms || !info->nr_syms)
-		return NULL;
-	syms = info->syms;
-
-	/* lo = first entry starting above addr */
-	hi = info->nr_syms;
-	while (lo < hi) {
-		mid = lo + (hi - lo) / 2;
-		if (syms[mid].addr <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	if (lo == 0)
 		return NULL;
 	last = lo - 1;
@@ -632,4 +619,52 @@ const struct usft_elf_sym *usft_elf_find_sym(const struct usft_elf_info *info,
 			return &syms[first];
 	}
 	return NULL;
+}
+
+/* the first entry of [lo, hi) starting above @addr */
+static size_t elf_sym_upper(const struct usft_elf_sym *syms, size_t lo, size_t hi,
+			    unsigned long addr)
+{
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (syms[mid].addr <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+const struct usft_elf_sym *usft_elf_find_sym(const struct usft_elf_info *info,
+					     unsigned long addr)
+{
+	if (!info || !info->syms || !info->nr_syms)
+		return NULL;
+	return elf_sym_below(info->syms, elf_sym_upper(info->syms, 0, info->nr_syms, addr), addr);
+}
+
+const struct usft_elf_sym *usft_elf_find_sym_next(const struct usft_elf_info *info,
+						  unsigned long addr, size_t *cursor)
+{
+	const struct usft_elf_sym *syms;
+	size_t lo, step, hi, nr;
+
+	if (!info || !info->syms || !info->nr_syms)
+		return NULL;
+	syms = info->syms;
+	nr = info->nr_syms;
+	lo = *cursor;
+	if (lo > nr || (lo && syms[lo - 1].addr > addr)) {
+		lo = elf_sym_upper(syms, 0, nr, addr);	/* not ascending: from scratch */
+	} else {
+		/* gallop from the cursor: [lo, hi) holds the answer */
+		for (step = 1, hi = lo; hi < nr && syms[hi].addr <= addr; step *= 2) {
+			lo = hi + 1;
+			hi = nr - hi > step ? hi + step : nr;
+		}
+		lo = elf_sym_upper(syms, lo, hi, addr);
+	}
+	*cursor = lo;
+	return elf_sym_below(syms, lo, addr);
 }

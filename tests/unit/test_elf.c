@@ -748,3 +748,53 @@ Test(usft_elf_free, idempotent)
 	usft_elf_free(&info);
 	cr_assert(info_is_zero(&info));
 }
+
+/*
+ * usft_elf_find_sym_next() (the site walk of records.c) answers as
+ * usft_elf_find_sym() does, for ascending addresses (every symbol's start,
+ * middle and end, gaps, before the first and after the last), and when
+ * the addresses go back (the cursor is then ignored).
+ */
+Test(usft_elf_find_sym, next_agrees_with_the_binary_search)
+{
+	struct usft_elf_info info;
+	char *path = libc_path();
+	size_t cursor = 0, n, k = 0;
+	unsigned long *addrs;
+
+	cr_assert_eq(usft_elf_read(path, &info), 0, "%s", path);
+	cr_assert_gt(info.nr_syms, 1000);
+	n = info.nr_syms * 4 + 2;
+	addrs = malloc(n * sizeof(*addrs));
+	cr_assert_not_null(addrs);
+	addrs[k++] = info.syms[0].addr ? info.syms[0].addr - 1 : 0;
+	for (size_t i = 0; i < info.nr_syms; i++) {
+		const struct usft_elf_sym *s = &info.syms[i];
+
+		addrs[k++] = s->addr;
+		addrs[k++] = s->addr + s->size / 2;
+		addrs[k++] = s->addr + (s->size ? s->size - 1 : 0);
+		addrs[k++] = s->addr + s->size + 1;	/* a gap, or the next symbol */
+	}
+	addrs[k++] = info.syms[info.nr_syms - 1].addr + (1UL << 20);
+	/* ascending (the walk records.c makes), then the same again: backwards */
+	for (int pass = 0; pass < 2; pass++) {
+		unsigned long last = 0;
+
+		for (size_t i = 0; i < k; i++) {
+			unsigned long a = addrs[i];
+
+			if (a < last)
+				continue;	/* a nested symbol's end: keep ascending */
+			last = a;
+			cr_assert_eq(usft_elf_find_sym_next(&info, a, &cursor),
+				     usft_elf_find_sym(&info, a), "%#lx", a);
+		}
+	}
+	for (size_t i = k; i-- > 0;)
+		cr_assert_eq(usft_elf_find_sym_next(&info, addrs[i], &cursor),
+			     usft_elf_find_sym(&info, addrs[i]), "%#lx (descending)", addrs[i]);
+	free(addrs);
+	usft_elf_free(&info);
+	free(path);
+}
