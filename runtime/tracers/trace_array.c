@@ -41,11 +41,12 @@
 #include <usft/usft.h>
 #include "tid.h"
 #include "trace_array.h"
+#include "trace_events.h"
 #include "tracer.h"
 
 /* ---- the ring ------------------------------------------------------------ */
 
-enum ta_type { TA_FUNC = 1, TA_GENT, TA_GRET, TA_MARK, TA_STACK };
+enum ta_type { TA_FUNC = 1, TA_GENT, TA_GRET, TA_MARK, TA_STACK, TA_EVENT };
 
 struct ta_ent {
 	uint64_t seq;		/* 2 * pos + 1 while written, 2 * pos + 2 when whole */
@@ -56,7 +57,8 @@ struct ta_ent {
 	uint8_t depth;
 	uint64_t a, b, c, d, e;	/* FUNC: ip, parent; GENT: func; GRET: func,
 				   calltime, retval; MARK: marker number;
-				   STACK: the function a stacktrace probe hit */
+				   STACK: the function a stacktrace probe hit;
+				   EVENT: offset, length, id (trace_events.c) */
 };
 
 #define TA_MAX_ENTS	(1UL << 22)	/* mapped (MAP_NORESERVE) per array: 256 MiB */
@@ -145,6 +147,7 @@ struct trace_array {
 	unsigned long marks_nr;
 	struct ta_mark *marks;
 	char *errlog;			/* error_log text */
+	int nr_errs;			/* its entries */
 	bool ready;
 };
 
@@ -376,6 +379,56 @@ void usft_trace_array_dump_stack(struct trace_array *tr, unsigned long ip, int s
 	ta_emit(tr, cpu, ta_now(tr->clock), TA_STACK, 0, ip, 0, 0, 0);
 }
 
+/* trace events (trace_events.c): whether @tr takes one now, and its entry */
+bool usft_trace_array_event_ok(struct trace_array *tr, unsigned int *cpu, int *tid)
+{
+	if (unlikely(!__atomic_load_n(&tr->on, __ATOMIC_RELAXED)))
+		return false;
+	*cpu = *usft_tbuf_cpu_ptr();
+	if (*cpu < 64 && !((__atomic_load_n(&tr->cpumask, __ATOMIC_RELAXED) >> *cpu) & 1))
+		return false;
+	*tid = usft_gettid();
+	return true;
+}
+
+void usft_trace_array_event_commit(struct trace_array *tr, unsigned int cpu, uint64_t off,
+				   uint64_t len, uint64_t id)
+{
+	ta_emit(tr, cpu, ta_now(tr->clock), TA_EVENT, 0, off, len, id, 0);
+}
+
+/*
+ * kernel tracing_log_err(): "[ts] LOC: error: ERR", the command, a caret
+ * under @pos; the newest TRACING_LOG_ERRS_MAX (8) entries are kept
+ */
+void usft_trace_array_log_err(struct trace_array *tr, const char *loc, const char *cmd,
+			      const char *err, int pos)
+{
+	unsigned long long ts = usft_trace_clock();
+	char *out = NULL;
+	size_t ol = 0;
+	FILE *f = open_memstream(&out, &ol);
+
+	if (!f)
+		return;
+	if (tr->errlog) {
+		const char *keep = tr->errlog;
+
+		if (tr->nr_errs >= 8) {
+			keep = strstr(keep, "^\n");
+			keep = keep ? keep + 2 : "";
+			tr->nr_errs--;
+		}
+		fputs(keep, f);
+	}
+	fprintf(f, "[%5llu.%06llu] %s: error: %s\n  Command: %s\n%*s^\n", ts / 1000000000ULL,
+		ts % 1000000000ULL / 1000, loc, err, cmd, 11 + (pos > 0 ? pos : 0), "");
+	fclose(f);
+	free(tr->errlog);
+	tr->errlog = out;
+	tr->nr_errs++;
+}
+
 /* ---- arrays -------------------------------------------------------------------- */
 
 static void ta_init_defaults(struct trace_array *tr)
@@ -427,6 +480,7 @@ static int ta_setup(struct trace_array *tr, const char *name)
 	tr->gops.private = tr;
 	tr->ready = true;
 	usft_tr_ops_install();
+	usft_trace_events_init();
 	return 0;
 }
 
@@ -532,6 +586,7 @@ int usft_tracefs_rmdir(const char *name, char *why, size_t wlen)
 	}
 	ta_stop_tracer(tr);
 	clear_ftrace_function_probes(tr);
+	usft_trace_events_remove(tr);
 	ftrace_free_filter(&tr->ops);
 	ftrace_free_filter(&tr->gops.ops);
 	*pp = tr->next;
@@ -713,10 +768,17 @@ static bool print_graph(FILE *f, struct trace_array *tr, struct comm_cache *cc,
 		fprintf(f, " %*u) ", nr_cpus > 10 ? 2 : 1, e->cpu == EV_CPU_UNKNOWN ? 0 : e->cpu);
 	if (OPT(tr, OPT_FG_PROC))
 		fprintf(f, "%8.8s-%-5u | ", comm_of(cc, e->tid), e->tid);
-	if (e->type == TA_MARK) {
+	if (e->type == TA_MARK || e->type == TA_EVENT) {
+		char ev[1024];
+
+		/* kernel print_graph_comment(): an event or marker as a comment in the tree */
+		if (e->type == TA_EVENT && !usft_trace_event_format(tr, e->a, e->b, e->c, ev,
+								    sizeof(ev)))
+			snprintf(ev, sizeof(ev), "<event lost>");
 		print_dur(f, tr, 0, false);
 		fprintf(f, "%*s/* ", e->depth * 2, "");
-		fprintf(f, "%s */\n", tr->marks[e->a % TA_MARKS].nr == e->a ?
+		fprintf(f, "%s */\n", e->type == TA_EVENT ? ev :
+			tr->marks[e->a % TA_MARKS].nr == e->a ?
 			tr->marks[e->a % TA_MARKS].text : "<overwritten>");
 		return false;
 	}
@@ -756,11 +818,20 @@ static bool print_ent(FILE *f, struct trace_array *tr, struct comm_cache *cc,
 		      const struct ta_ent *e, const struct ta_ent *next)
 {
 	if (e->type == TA_GENT || e->type == TA_GRET ||
-	    (e->type == TA_MARK && tr->tracer == TA_GRAPH))
+	    ((e->type == TA_MARK || e->type == TA_EVENT) && tr->tracer == TA_GRAPH))
 		return print_graph(f, tr, cc, e, next);
 	print_context(f, tr, cc, e);
 	if (e->type == TA_MARK) {
 		print_mark(f, tr, e);
+		return false;
+	}
+	if (e->type == TA_EVENT) {
+		char ev[1024];
+
+		if (usft_trace_event_format(tr, e->a, e->b, e->c, ev, sizeof(ev)))
+			fprintf(f, "%s\n", ev);
+		else
+			fputs("<event lost>\n", f);
 		return false;
 	}
 	if (e->type == TA_STACK) {
@@ -1542,6 +1613,8 @@ static const char readme_text[] =
 	"\t      Format: <function>:<trigger>[:count]\n"
 	"\t     trigger: traceon, traceoff\n"
 	"\t\t      stacktrace\n"
+	"\t\t      enable_event:<system>:<event>\n"
+	"\t\t      disable_event:<system>:<event>\n"
 	"\t     example: echo do_fault:traceoff > set_ftrace_filter\n"
 	"\t              echo do_trap:traceoff:3 > set_ftrace_filter\n"
 	"\t     To remove trigger without count:\n"
@@ -1564,11 +1637,26 @@ static const char readme_text[] =
 	"  function_profile_enabled - per-function hits and times: trace_stat/function<cpu>\n"
 	"  enabled_functions\t- the functions with a callback attached, and how\n"
 	"  touched_functions\t- the functions whose call site was ever changed\n"
-	"  events/\t\t- Directory containing all trace event subsystems (none here)\n";
+	"  set_event\t\t- Enables events by name written into it\n"
+	"  available_events\t- list of the events this process defines\n"
+	"  events/\t\t- Directory containing all trace event subsystems:\n"
+	"      enable\t\t- Write 0/1 to enable/disable tracing of all events\n"
+	"  events/<system>/\t- Directory containing all trace events for <system>:\n"
+	"      enable\t\t- Write 0/1 to enable/disable tracing of all <system>\n"
+	"\t\t\t  events\n"
+	"      filter\t\t- If set, only events passing filter are traced\n"
+	"  events/<system>/<event>/\t- Directory containing control files for\n"
+	"\t\t\t  <event>:\n"
+	"      enable\t\t- Write 0/1 to enable/disable tracing of <event>\n"
+	"      filter\t\t- If set, only events passing filter are traced\n";
 
 /* the files every array has */
 static int read_array_file(struct trace_array *tr, const char *file, FILE *f)
 {
+	int ret = usft_trace_events_read(tr, file, f);
+
+	if (ret != -ENOENT)
+		return ret;
 	if (!strcmp(file, "current_tracer"))
 		fprintf(f, "%s\n", tracer_name(tr->tracer));
 	else if (!strcmp(file, "available_tracers"))
@@ -1612,11 +1700,8 @@ static int read_array_file(struct trace_array *tr, const char *file, FILE *f)
 		print_snapshot(f, tr);
 	else if (!strcmp(file, "error_log"))
 		fputs(tr->errlog ? tr->errlog : "", f);
-	else if (!strcmp(file, "set_event") || !strcmp(file, "available_events") ||
-		 !strcmp(file, "set_event_pid"))
+	else if (!strcmp(file, "set_event_pid"))
 		;
-	else if (!strcmp(file, "events/enable"))
-		fputs("0\n", f);
 	else if (!strcmp(file, "trace_pipe")) {
 		/* not its text (PIPE consumes that): whether a read would find some */
 		struct ta_ent e;
@@ -1843,20 +1928,18 @@ int usft_tracefs_write(const char *path, const char *v, size_t len, bool append,
 	if (!strcmp(file, "error_log")) {
 		free(tr->errlog);
 		tr->errlog = NULL;
+		tr->nr_errs = 0;
 		return 0;
 	}
-	if (!strcmp(file, "set_event") || !strcmp(file, "set_event_pid")) {
+	ret = usft_trace_events_write(tr, file, v, len, append, why, wlen);
+	if (ret != -ENOENT)
+		return ret;
+	if (!strcmp(file, "set_event_pid")) {
 		if (only_space(v, len))
 			return 0;
-		snprintf(why, wlen, "no such event: this process has no trace events");
+		snprintf(why, wlen, "set_event_pid is not supported yet: events are recorded for "
+			 "every thread");
 		return -EINVAL;
-	}
-	if (!strcmp(file, "events/enable")) {
-		if (parse_ulong(v, len, 10, &n) || n > 1) {
-			snprintf(why, wlen, "events/enable takes 0 or 1");
-			return -EINVAL;
-		}
-		return 0;
 	}
 	snprintf(why, wlen, "'%s' is not writable", path);
 	return -EACCES;
