@@ -181,13 +181,105 @@ static bool listed(const char *path, const char *name, size_t nlen, bool strip_n
 }
 
 /*
+ * events/ below @base: the runtime's "events" text lists "system/event",
+ * one a line.  @rest ("events/...") names: 1 a directory, 2 a file (*@mode
+ * its mode), 0 nothing.  For readdir, @fill gets the entries of a directory.
+ */
+static int events_lookup(const char *base, const char *rest, mode_t *mode,
+			 void (*fill)(void *arg, const char *name), void *arg)
+{
+	static const char *const sys_files[] = { "enable", "filter" };
+	static const char *const ev_files[] = { "enable", "filter", "format", "id", "trigger" };
+	char lp[PATH_MAX], *out = NULL, last[128] = "";
+	const char *p = rest[6] ? rest + 7 : rest + 6, *sl = strchr(p, '/');
+	size_t syslen = sl ? (size_t)(sl - p) : strlen(p);
+	int k = 0;
+
+	if (!strcmp(p, "enable") && !fill) {
+		*mode = 0644;
+		return 2;	/* events/enable, there even with no events */
+	}
+	snprintf(lp, sizeof(lp), "%sevents", base);
+	if (read_text(lp, &out)) {
+		free(out);
+		return 0;
+	}
+	if (!out && !(out = strdup("")))
+		return 0;
+	if (!*p) {	/* events/ itself: enable + the systems */
+		if (fill) {
+			fill(arg, "enable");
+			for (char *s = NULL, *l = strtok_r(out, "\n", &s); l; l = strtok_r(NULL, "\n", &s)) {
+				char *e = strchr(l, '/');
+
+				if (e && (size_t)(e - l) < sizeof(last) &&
+				    (strlen(last) != (size_t)(e - l) || memcmp(last, l, (size_t)(e - l)))) {
+					snprintf(last, sizeof(last), "%.*s", (int)(e - l), l);
+					fill(arg, last);
+				}
+			}
+		}
+		free(out);
+		return 1;
+	}
+	for (char *s = NULL, *l = strtok_r(out, "\n", &s); l && !k; l = strtok_r(NULL, "\n", &s)) {
+		char *e = strchr(l, '/');
+		const char *q, *ev;
+		size_t evlen;
+
+		if (!e || (size_t)(e - l) != syslen || memcmp(l, p, syslen))
+			continue;
+		if (!sl) {	/* events/SYS */
+			if (fill) {
+				for (size_t i = 0; i < 2; i++)
+					fill(arg, sys_files[i]);
+				fill(arg, e + 1);
+				for (char *l2; (l2 = strtok_r(NULL, "\n", &s));) {
+					char *e2 = strchr(l2, '/');
+
+					if (e2 && (size_t)(e2 - l2) == syslen && !memcmp(l2, p, syslen))
+						fill(arg, e2 + 1);
+				}
+			}
+			k = 1;
+			break;
+		}
+		q = sl + 1;
+		ev = strchr(q, '/');
+		evlen = ev ? (size_t)(ev - q) : strlen(q);
+		for (size_t i = 0; i < 2 && !ev; i++)
+			if (!strcmp(q, sys_files[i])) {
+				*mode = 0644;
+				k = 2;
+			}
+		if (k || strlen(e + 1) != evlen || memcmp(e + 1, q, evlen))
+			continue;
+		if (!ev) {	/* events/SYS/EV */
+			for (size_t i = 0; fill && i < 5; i++)
+				fill(arg, ev_files[i]);
+			k = 1;
+			break;
+		}
+		for (size_t i = 0; i < 5; i++)
+			if (!strcmp(ev + 1, ev_files[i])) {
+				*mode = i == 2 || i == 3 ? 0444 : 0644;
+				k = 2;
+			}
+		break;
+	}
+	free(out);
+	return k;
+}
+
+/*
  * What @path names: 1 a directory, 2 a file (*@tf set, NULL for options/X
- * and events/enable), 0 nothing.
+ * and events/...), 0 nothing.
  */
 struct where {
 	bool top;		/* in the top level, not an instance */
 	char base[96];		/* "/" or "/instances/NAME/" (names are < 64 bytes) */
 	const char *rest;	/* path inside it */
+	mode_t mode;		/* of an events/ file */
 };
 
 static int lookup(const char *path, const struct tfile **tf, struct where *w)
@@ -196,6 +288,7 @@ static int lookup(const char *path, const struct tfile **tf, struct where *w)
 
 	*tf = NULL;
 	w->top = true;
+	w->mode = 0;
 	snprintf(w->base, sizeof(w->base), "/");
 	if (!strncmp(p, "instances", 9) && (p[9] == '/' || !p[9])) {
 		const char *n = p + 10, *sl;
@@ -227,8 +320,10 @@ static int lookup(const char *path, const struct tfile **tf, struct where *w)
 		snprintf(lp, sizeof(lp), "%strace_options", w->base);
 		return strchr(p + 8, '/') || !listed(lp, p + 8, strlen(p + 8), true) ? 0 : 2;
 	}
-	if (!strcmp(p, "events/enable"))
-		return 2;
+	if (!strncmp(p, "events/", 7)) {
+		w->mode = 0644;
+		return events_lookup(w->base, p, &w->mode, NULL, NULL);
+	}
 	for (size_t i = 0; i < NR_FILES; i++)
 		if (!strcmp(p, files[i].name)) {
 			if ((files[i].flags & F_TOP) && !w->top)
@@ -282,9 +377,21 @@ static int fs_getattr(const char *path, struct stat *st, struct fuse_file_info *
 		st->st_nlink = 2;
 		return 0;
 	}
-	st->st_mode = S_IFREG | (tf ? tf->mode : 0644);
+	st->st_mode = S_IFREG | (tf ? tf->mode : w.mode ? w.mode : 0644);
 	st->st_nlink = 1;
 	return 0;
+}
+
+struct dir_fill {
+	void *buf;
+	fuse_fill_dir_t fill;
+};
+
+static void dir_fill_one(void *arg, const char *name)
+{
+	struct dir_fill *df = arg;
+
+	df->fill(df->buf, name, NULL, 0, 0);
 }
 
 static int fs_readdir(const char *path, void *buf, fuse_fill_dir_t fill, off_t off,
@@ -329,8 +436,10 @@ static int fs_readdir(const char *path, void *buf, fuse_fill_dir_t fill, off_t o
 		free(out);
 		return 0;
 	}
-	if (!strcmp(w.rest, "events")) {
-		fill(buf, "enable", NULL, 0, 0);
+	if (!strcmp(w.rest, "events") || !strncmp(w.rest, "events/", 7)) {
+		struct dir_fill df = { buf, fill };
+
+		events_lookup(w.base, w.rest, &w.mode, dir_fill_one, &df);
 		return 0;
 	}
 	if (!strcmp(w.rest, "options")) {
@@ -370,7 +479,7 @@ static int fs_open(const char *path, struct fuse_file_info *fi)
 		return -ENODEV;
 	if (k != 2)
 		return k ? -EISDIR : -ENOENT;
-	mode = tf ? tf->mode : 0644;
+	mode = tf ? tf->mode : w.mode ? w.mode : 0644;
 	if ((acc != O_WRONLY && !(mode & 0444)) || (acc != O_RDONLY && !(mode & 0222)))
 		return -EACCES;
 	o = calloc(1, sizeof(*o));
