@@ -13,6 +13,7 @@
  *                 begin_new_exec()     the new comm
  */
 #include <string.h>
+#include "events.h"
 #include "toykernel.h"
 
 struct linux_binprm {
@@ -44,7 +45,11 @@ __toy static int search_binary_handler(struct linux_binprm *bprm)
 
 __toy static int exec_binprm(struct linux_binprm *bprm)
 {
-	return search_binary_handler(bprm);
+	int old_pid = bprm->task->pid, ret = search_binary_handler(bprm);
+
+	if (ret >= 0)
+		trace_sched_process_exec(bprm->task, old_pid, bprm->filename);
+	return ret;
 }
 
 __toy static int bprm_execve(struct linux_binprm *bprm)

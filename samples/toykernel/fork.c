@@ -16,12 +16,14 @@
  *         enqueue_task_fair()
  */
 #include <string.h>
+#include "events.h"
 #include "toykernel.h"
 
 static struct kmem_cache *task_struct_cachep;
 static atomic_int last_pid = 1;
 atomic_int nr_threads;
 atomic_ulong total_forks;
+struct task_struct *init_task;
 
 __toy static int alloc_pid(void)
 {
@@ -73,6 +75,7 @@ __toy long kernel_clone(const char *comm)
 
 	if (!p)
 		return -12;	/* -ENOMEM */
+	trace_sched_process_fork(current, p);
 	wake_up_new_task(p);
 	atomic_fetch_add(&total_forks, 1);
 	return p->pid;
@@ -102,5 +105,6 @@ void init_task_start(void)
 
 	init->pid = 1;
 	init->exit_at = 0;
+	init_task = init;
 	wake_up_new_task(init);
 }

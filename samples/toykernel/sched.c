@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include "events.h"
 #include "toykernel.h"
 
 #define SCHED_SLICE_TICKS 3
@@ -82,6 +83,7 @@ __toy static void delayed_put_task_struct(struct rcu_head *rhp)
 {
 	struct task_struct *p = (struct task_struct *)((char *)rhp - offsetof(struct task_struct, rcu));
 
+	trace_sched_process_free(p);
 	put_task_struct(p);
 }
 
@@ -92,8 +94,10 @@ __toy static void finish_task_switch(struct task_struct *prev)
 		call_rcu(&prev->rcu, delayed_put_task_struct);
 }
 
-__toy static void context_switch(struct rq *rq, struct task_struct *prev, struct task_struct *next)
+__toy static void context_switch(struct rq *rq, bool preempt, struct task_struct *prev,
+				 struct task_struct *next)
 {
+	trace_sched_switch(preempt, prev, next);
 	switch_to(rq, next);
 	rq->nr_switches++;
 	finish_task_switch(prev);
@@ -103,13 +107,15 @@ __toy static void __schedule(void)
 {
 	struct rq *rq = this_rq;
 	struct task_struct *prev = rq->curr, *next;
+	bool preempt;
 
 	raw_spin_lock(&rq->lock);
+	preempt = rq->need_resched && prev->state != TASK_DEAD;
 	rq->need_resched = false;
 	update_rq_clock(rq);
 	next = pick_next_task(rq);
 	if (next != prev)
-		context_switch(rq, prev, next);
+		context_switch(rq, preempt, prev, next);
 	raw_spin_unlock(&rq->lock);
 }
 
@@ -231,6 +237,7 @@ __toy void wake_up_new_task(struct task_struct *p)
 	struct rq *rq = cpu_rq(select_task_rq());
 
 	raw_spin_lock(&rq->lock);
+	trace_sched_wakeup_new(p, rq->cpu);
 	enqueue_task_fair(rq, p);
 	check_preempt_curr(rq);
 	raw_spin_unlock(&rq->lock);
@@ -242,6 +249,8 @@ __toy void do_exit(void)
 	struct rq *rq = this_rq;
 	struct task_struct *p = rq->curr;
 
+	trace_sched_process_exit(p);
+	exit_notify(p);
 	raw_spin_lock(&rq->lock);
 	dequeue_task_fair(rq, p);
 	p->state = TASK_DEAD;

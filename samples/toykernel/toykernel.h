@@ -143,6 +143,12 @@ void init_task_start(void);
 void free_task(struct task_struct *p);
 extern atomic_int nr_threads;
 extern atomic_ulong total_forks;
+extern struct task_struct *init_task;	/* pid 1: every task's parent here */
+
+/* signal.c */
+#define SIGCHLD 17
+void exit_notify(struct task_struct *tsk);
+int do_notify_parent(struct task_struct *tsk, int sig);
 
 /* fs.c: system calls on a toy file system */
 long sys_read(int fd, char *buf, size_t count);
