@@ -1,0 +1,156 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""End-to-end test of trace events through `usft mount` (docs/tracefs.md,
+Events) on samples/toykernel, which fires the kernel's sched:* and
+signal:signal_generate events where the kernel does.
+
+events.py mount --usft PATH --tracees DIR --work DIR --toykernel PATH
+  available_events, the events/ tree and its files, set_event, enable
+  files, event lines in trace, a filter (and a bad one: EINVAL, the
+  kernel's error_log entry and caret), enable_event with a count in
+  set_ftrace_filter, an instance's own events, refused writes unchanged.
+Needs root and /dev/fuse (exit 77, skipped, otherwise).  Never asserts a time.
+"""
+import errno
+import os
+import re
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+from harness import ARGS, check, env, wait_for  # noqa: E402
+from tracefs import Mount, lines  # noqa: E402
+
+SW = re.compile(r"^\s*\S+-\d+\s+\[\d{3}\] \S+ +\d+\.\d{6}: sched_switch: prev_comm=\S+ "
+                r"prev_pid=\d+ prev_prio=120 prev_state=(R|R\+|Z) ==> next_comm=\S+ "
+                r"next_pid=(\d+) next_prio=120$")
+
+
+class Toy:
+    def __init__(self):
+        self.p = subprocess.Popen([ARGS.toykernel, "--cpus", "2"], env=env(), cwd=ARGS.work,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        line = self.p.stdout.readline().decode()
+        check(line.startswith("toykernel: pid"), "toykernel did not start: %r" % line)
+        self.pid = self.p.pid
+
+    def stop(self):
+        self.p.terminate()
+        out, err = self.p.communicate(timeout=60)
+        check(self.p.returncode == 0, "toykernel failed: %s %s" % (out[-300:], err[-300:]))
+
+
+def event_lines(m, name, d=""):
+    return [l for l in lines(m.read(d + "trace")) if " %s: " % name in l]
+
+
+def case_mount():
+    t = Toy()
+    m = Mount(t.pid)
+    try:
+        avail = m.read("available_events").split()
+        for e in ("sched:sched_switch", "sched:sched_wakeup_new", "sched:sched_process_fork",
+                  "sched:sched_process_exec", "sched:sched_process_exit",
+                  "signal:signal_generate"):
+            check(e in avail, "available_events lacks %s: %s" % (e, avail))
+        check(avail == sorted(avail), "available_events unsorted")
+        ev = "events/sched/sched_switch/"
+        check(sorted(os.listdir(m.path(ev))) == ["enable", "filter", "format", "id", "trigger"],
+              "event files: %s" % os.listdir(m.path(ev)))
+        check({"enable", "filter", "sched", "signal"} <= set(os.listdir(m.path("events/sched")))
+              | {"sched", "signal"} and "sched" in os.listdir(m.path("events")),
+              "events/ lists the systems")
+        fmt = m.read(ev + "format")
+        check("\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;" in fmt and
+              "\tfield:char prev_comm[16];\toffset:8;\tsize:16;" in fmt and
+              'print fmt: "prev_comm=%s prev_pid=%d' in fmt, "format: %s" % fmt)
+        check(("ID: %s" % m.read(ev + "id").strip()) in fmt, "id and format agree")
+        check(m.read(ev + "filter") == "none\n" and m.read(ev + "enable") == "0\n", "initial state")
+        check(all(l.startswith("#") for l in m.read(ev + "trigger").splitlines()), "trigger")
+
+        # set_event and the enable files
+        m.ok("set_event", "sched:sched_switch\n")
+        check(m.read("set_event") == "sched:sched_switch\n", "set_event: %r" % m.read("set_event"))
+        check(m.read(ev + "enable") == "1\n", "enable after set_event")
+        check(m.read("events/sched/enable") == "X\n", "events/sched/enable mixed")
+        wait_for(lambda: event_lines(m, "sched_switch"), "sched_switch lines in trace")
+        for l in event_lines(m, "sched_switch"):
+            check(SW.match(l), "not the kernel's sched_switch line: %r" % l)
+        m.bad("set_event", "sched:no_such_event\n", errno.EINVAL)
+        check(m.read("set_event") == "sched:sched_switch\n", "refused set_event changed it")
+        m.ok("set_event", "!sched:sched_switch\n", append=True)
+        check(m.read("set_event") == "" and m.read(ev + "enable") == "0\n", "!event disables")
+
+        # a filter
+        m.ok(ev + "filter", "next_pid == 1 && prev_comm != \"nosuch\"\n")
+        m.ok(ev + "enable", "1\n")
+        m.ok("trace", "\n")
+        wait_for(lambda: event_lines(m, "sched_switch"), "filtered sched_switch lines")
+        got = event_lines(m, "sched_switch")
+        check(all(SW.match(l).group(2) == "1" for l in got), "filter let through: %s" % got[:3])
+        m.ok(ev + "enable", "0\n")
+
+        # a bad filter: EINVAL, the error_log entry, the caret, the filter shows it
+        m.ok("error_log", "\n")
+        bad = "((sig >= 10 && sig < 15) || dsig == 17) && comm != bash"
+        m.bad("events/signal/signal_generate/filter", bad, errno.EINVAL, append=True)
+        log = m.read("error_log").splitlines()
+        check(len(log) == 3 and re.match(r"^\[ *\d+\.\d{6}\] event filter parse error: error: "
+                                          r"Field not found$", log[0]), "error_log: %s" % log)
+        check(log[1] == "  Command: " + bad and log[2] == " " * (11 + 33) + "^",
+              "error_log command and caret: %s" % log)
+        shown = m.read("events/signal/signal_generate/filter")
+        check(shown.startswith(bad + "\n") and "parse_error: Field not found" in shown,
+              "filter after the bad one: %r" % shown)
+        m.ok("events/signal/signal_generate/filter", "0\n")
+        check(m.read("events/signal/signal_generate/filter") == "none\n", "filter cleared")
+
+        # enable_event with a count: soft mode ("0*"), then soft-enabled by do_exit ("1*")
+        se = "events/signal/signal_generate/enable"
+        m.ok("set_ftrace_filter", "do_exit:enable_event:signal:signal_generate:2\n")
+        check("do_exit:enable_event:signal:signal_generate:count=" in m.read("set_ftrace_filter"),
+              "read back: %s" % m.read("set_ftrace_filter"))
+        wait_for(lambda: m.read(se) == "1*\n", "do_exit soft-enables signal_generate")
+        wait_for(lambda: event_lines(m, "signal_generate"), "signal_generate lines")
+        check(re.search(r"signal_generate: sig=17 errno=0 code=1 comm=init pid=1 grp=1 res=[01]$",
+                        event_lines(m, "signal_generate")[0]), "signal_generate line")
+        m.ok("set_ftrace_filter", "!do_exit:enable_event:signal:signal_generate:0\n")
+        check("enable_event" not in m.read("set_ftrace_filter"), "probe removed")
+        check(m.read(se) == "1\n", "out of soft mode, still enabled: %r" % m.read(se))
+        m.ok(se, "0\n")
+        m.bad("set_ftrace_filter", "do_exit:enable_event:signal:nosuch\n", errno.EINVAL)
+
+        # an instance has its own
+        os.mkdir(m.path("instances/ev"))
+        i = "instances/ev/"
+        check(m.read(i + ev + "enable") == "0\n", "instance starts off")
+        m.ok(i + "events/sched/enable", "1\n")
+        check(m.read(i + "events/sched/enable") == "1\n" and m.read("events/sched/enable") == "0\n",
+              "instance enable is its own")
+        m.ok("trace", "\n")
+        wait_for(lambda: event_lines(m, "sched_wakeup_new", i), "instance gets events")
+        check(not event_lines(m, "sched_switch"), "top got the instance's events")
+        os.rmdir(m.path("instances/ev"))
+        m.ok("events/enable", "0\n")
+        check(m.read("events/enable") == "0\n", "events/enable")
+    finally:
+        m.umount()
+    t.stop()
+
+
+CASES = {"mount": case_mount}
+
+
+def needs():
+    if os.geteuid() != 0 or not os.path.exists("/dev/fuse"):
+        return "needs root and /dev/fuse"
+    return None
+
+
+def options(ap):
+    ap.add_argument("--toykernel", required=True)
+
+
+if __name__ == "__main__":
+    sys.exit(harness.main(CASES, "events_", options=options, skip=needs))
