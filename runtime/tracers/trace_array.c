@@ -1098,6 +1098,7 @@ void usft_tracefs_reset(void)
 		return;
 	ta_stop_tracer(&top);
 	clear_ftrace_function_probes(&top);
+	usft_trace_events_remove(&top);	/* every event off: the program's checks fail again */
 	prof_enable(false, why, sizeof(why));
 }
 
