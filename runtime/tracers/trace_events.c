@@ -125,14 +125,23 @@ static inline __attribute__((always_inline)) void te_read_unlock(unsigned int i)
 	__atomic_sub_fetch(&te_readers[i], 1, __ATOMIC_RELEASE);
 }
 
-/* every probe that could see what was unpublished before this call has returned */
-static void te_synchronize(void)
+/*
+ * Every probe that could see what was unpublished before this call has
+ * returned.  Return: true; false after a second of waiting (a handler that
+ * longjmp()ed out of a probe leaves its count behind for good): the caller
+ * then keeps what it unpublished (a leak), never frees what may be in use.
+ */
+static bool te_synchronize(void)
 {
 	unsigned int old = __atomic_fetch_add(&te_idx, 1, __ATOMIC_SEQ_CST) & 1;
 	struct timespec ts = { 0, 100000 };
 
-	while (__atomic_load_n(&te_readers[old], __ATOMIC_ACQUIRE))
+	for (int i = 0; i < 10000; i++) {
+		if (!__atomic_load_n(&te_readers[old], __ATOMIC_ACQUIRE))
+			return true;
 		nanosleep(&ts, NULL);
+	}
+	return false;
 }
 
 /* ---- the probe ------------------------------------------------------------ */
@@ -685,7 +694,12 @@ void usft_trace_events_remove(struct trace_array *tr)
 		if (old)
 			old[k] = f;
 	}
-	te_synchronize();	/* no probe is in a file of tt any more */
+	trs[tt->slot] = NULL;
+	if (!te_synchronize()) {
+		/* a probe may still be in a file of tt: keep the files, tt and its buffer */
+		free(old);
+		return;
+	}
 	for (unsigned int k = 0; old && k < nr_calls; k++) {
 		if (!old[k])
 			continue;
@@ -693,8 +707,7 @@ void usft_trace_events_remove(struct trace_array *tr)
 		free(old[k]->filter_str);
 		free(old[k]);
 	}
-	free(old);	/* (without it the files stay: leaked, never freed early) */
-	trs[tt->slot] = NULL;
+	free(old);
 	if (tt->buf)
 		munmap(tt->buf, TE_BUF_SIZE);
 	while (tt->sysfilters) {
@@ -709,42 +722,6 @@ void usft_trace_events_remove(struct trace_array *tr)
 }
 
 /* ---- printing ------------------------------------------------------------------ */
-
-static int64_t rec_value(const struct usft_event_field *fl, const unsigned char *rec, uint64_t *u)
-{
-	int64_t sv;
-
-	switch (fl->size) {
-	case 1: {
-		uint8_t v = rec[fl->offset];
-
-		*u = v;
-		sv = fl->is_signed ? (int8_t)v : (int64_t)v;
-		break;
-	}
-	case 2: {
-		uint16_t v;
-
-		memcpy(&v, rec + fl->offset, 2);
-		*u = v;
-		sv = fl->is_signed ? (int16_t)v : (int64_t)v;
-		break;
-	}
-	case 4: {
-		uint32_t v;
-
-		memcpy(&v, rec + fl->offset, 4);
-		*u = v;
-		sv = fl->is_signed ? (int32_t)v : (int64_t)v;
-		break;
-	}
-	default:
-		memcpy(u, rec + fl->offset, 8);
-		sv = (int64_t)*u;
-		break;
-	}
-	return sv;
-}
 
 /*
  * the event's print_fmt applied to @rec: each conversion prints the next
@@ -809,7 +786,7 @@ static void print_fields(FILE *f, const struct te_call *c, const unsigned char *
 			fprintf(f, spec, s);
 			continue;
 		}
-		sv = rec_value(fl, rec, &u);
+		sv = usft_event_field_value(fl, rec, &u);
 		if (conv == 's') {
 			const char *name = NULL;
 
@@ -1105,45 +1082,23 @@ static void set_filter(struct te_file *fl, struct usft_filter *nf, char *str, bo
 		__atomic_or_fetch(&fl->flags, TE_FL_FILTERED, __ATOMIC_RELEASE);
 	free(fl->filter_str);
 	fl->filter_str = str;
-	if (old) {
-		te_synchronize();
+	if (old && te_synchronize())
 		usft_filter_free(old);
-	}
 }
 
 /*
- * kernel append_filter_err(): the text `filter` shows after a bad filter
- * (the filter, a caret under the error, its message), and the error_log entry
+ * kernel append_filter_err(): the error_log entry of a bad filter (the
+ * filter, a caret under the error, its message)
  */
-static char *filter_err_text(struct trace_array *tr, const char *str,
-			     const struct usft_filter_error *pe)
+static void filter_log_err(struct trace_array *tr, const char *str,
+			   const struct usft_filter_error *pe)
 {
-	int pos = pe->pos, len = (int)strlen(str);
-	char *out = NULL;
-	size_t ol = 0;
-	FILE *f = open_memstream(&out, &ol);
-
-	if (!f)
-		return NULL;
-	if (pos > len)
-		pos = len;
-	if (pos)
-		pos++;	/* kernel: "indexing is off by one" */
-	fputs(str, f);
-	if (pe->code > 0) {
-		fprintf(f, "\n%*s", pos, "^");
-		fprintf(f, "\nparse_error: %s\n", usft_filter_err_text[pe->code]);
+	if (pe->code > 0)
 		usft_trace_array_log_err(tr, "event filter parse error", str,
 					 usft_filter_err_text[pe->code], pe->pos);
-	} else {
-		fprintf(f, "\nError: (%d)\n", pe->code);
+	else
 		usft_trace_array_log_err(tr, "event filter parse error", str,
 					 usft_filter_err_text[FILT_ERR_ERRNO], 0);
-	}
-	fclose(f);
-	if (out && ol && out[ol - 1] == '\n')
-		out[ol - 1] = 0;	/* `filter` prints it with one newline */
-	return out;
 }
 
 static char *trimmed(const char *v, size_t len)
@@ -1187,49 +1142,69 @@ static int write_event_filter(struct trace_array *tr, struct te_file *fl, const 
 		return ret;
 	}
 	if (ret) {
-		char *shown = filter_err_text(tr, str, &pe);
-
-		snprintf(why, wlen, "event filter parse error: %s (the filter file and error_log "
-			 "show where)", usft_filter_err_text[pe.code > 0 ? pe.code : FILT_ERR_ERRNO]);
+		/*
+		 * differs: the kernel installs the bad filter, disabled, showing the
+		 * error; here a refused write changes nothing (error_log shows where)
+		 */
+		filter_log_err(tr, str, &pe);
+		snprintf(why, wlen, "event filter parse error: %s (error_log shows where)",
+			 usft_filter_err_text[pe.code > 0 ? pe.code : FILT_ERR_ERRNO]);
 		free(str);
-		/* kernel: the bad filter replaces the old one, disabled, showing its error */
-		set_filter(fl, NULL, shown, false);
 		return -EINVAL;
 	}
 	set_filter(fl, nf, str, true);
 	return 0;
 }
 
-/* kernel apply_subsystem_event_filter(): every event of the system whose fields the filter names */
+/*
+ * kernel apply_subsystem_event_filter(): every event of the system whose
+ * fields the filter names gets it, the others stop filtering; when it fits
+ * none: EINVAL, nothing changed
+ */
 static int write_system_filter(struct trace_array *tr, struct te_tr *tt, const char *sys,
 			       size_t sl, const char *v, size_t len, char *why, size_t wlen)
 {
 	struct te_sysfilter **pp = sysfilter_slot(tt, sys, sl), *s = *pp;
+	struct usft_filter **nf = calloc(nr_calls + 1, sizeof(*nf));
 	struct usft_filter_error pe;
 	char *str = trimmed(v, len);
 	bool any = false, zero;
 
-	if (!str)
+	if (!str || !nf) {
+		free(str);
+		free(nf);
 		return -ENOMEM;
+	}
 	zero = is_zero(str);
+	for (unsigned int k = 0; k < nr_calls && !zero; k++) {
+		struct te_call *c = calls[k];
+
+		if (c->ev && strlen(c->system) == sl && !memcmp(c->system, sys, sl) &&
+		    !usft_filter_parse(str, c->fields, c->nr_fields, &nf[k], &pe))
+			any = true;
+	}
+	if (!zero && !any) {
+		usft_trace_array_log_err(tr, "event filter parse error", str,
+					 usft_filter_err_text[FILT_ERR_BAD_SUBSYS_FILTER], 0);
+		snprintf(why, wlen, "%s", usft_filter_err_text[FILT_ERR_BAD_SUBSYS_FILTER]);
+		free(str);
+		free(nf);
+		return -EINVAL;
+	}
 	for (unsigned int k = 0; k < nr_calls; k++) {
 		struct te_call *c = calls[k];
-		struct usft_filter *nf = NULL;
+		char *shown;
 
 		if (!c->ev || strlen(c->system) != sl || memcmp(c->system, sys, sl))
 			continue;
-		if (zero) {
+		if (zero || !nf[k]) {
 			set_filter(file_of(tt, c), NULL, NULL, false);
 			continue;
 		}
-		if (usft_filter_parse(str, c->fields, c->nr_fields, &nf, &pe)) {
-			/* kernel: an event the filter does not fit stops filtering */
-			__atomic_and_fetch(&file_of(tt, c)->flags, ~TE_FL_FILTERED, __ATOMIC_RELEASE);
-			continue;
-		}
-		set_filter(file_of(tt, c), nf, strdup(str), true);
-		any = true;
+		shown = strdup(str);
+		set_filter(file_of(tt, c), nf[k], shown, shown != NULL);
 	}
+	free(nf);
 	if (zero) {
 		if (s) {
 			*pp = s->next;
@@ -1251,12 +1226,6 @@ static int write_system_filter(struct trace_array *tr, struct te_tr *tt, const c
 	}
 	free(s->str);
 	s->str = str;
-	if (!any) {
-		usft_trace_array_log_err(tr, "event filter parse error", str,
-					 usft_filter_err_text[FILT_ERR_BAD_SUBSYS_FILTER], 0);
-		snprintf(why, wlen, "%s", usft_filter_err_text[FILT_ERR_BAD_SUBSYS_FILTER]);
-		return -EINVAL;
-	}
 	return 0;
 }
 

@@ -558,42 +558,32 @@ literal:
 	}
 }
 
-static uint64_t field_u64(const struct usft_event_field *fl, const unsigned char *rec,
-			  int64_t *sv)
+int64_t usft_event_field_value(const struct usft_event_field *fl, const void *rec, uint64_t *u)
 {
-	uint64_t u = 0;
+	const unsigned char *p = (const unsigned char *)rec + fl->offset;
 
 	switch (fl->size) {
-	case 1: {
-		uint8_t v;
-
-		memcpy(&v, rec + fl->offset, 1);
-		u = v;
-		*sv = fl->is_signed ? (int8_t)v : (int64_t)v;
-		break;
-	}
+	case 1:
+		*u = p[0];
+		return fl->is_signed ? (int8_t)p[0] : (int64_t)p[0];
 	case 2: {
 		uint16_t v;
 
-		memcpy(&v, rec + fl->offset, 2);
-		u = v;
-		*sv = fl->is_signed ? (int16_t)v : (int64_t)v;
-		break;
+		memcpy(&v, p, 2);
+		*u = v;
+		return fl->is_signed ? (int16_t)v : (int64_t)v;
 	}
 	case 4: {
 		uint32_t v;
 
-		memcpy(&v, rec + fl->offset, 4);
-		u = v;
-		*sv = fl->is_signed ? (int32_t)v : (int64_t)v;
-		break;
+		memcpy(&v, p, 4);
+		*u = v;
+		return fl->is_signed ? (int32_t)v : (int64_t)v;
 	}
 	default:
-		memcpy(&u, rec + fl->offset, 8);
-		*sv = (int64_t)u;
-		break;
+		memcpy(u, p, 8);
+		return (int64_t)*u;
 	}
-	return u;
 }
 
 /* the comparison at the field's width and sign (kernel select_comparison_fn()) */
@@ -601,11 +591,13 @@ static bool match_number(const struct pred *p, const unsigned char *rec, unsigne
 {
 	const struct usft_event_field *fl = p->field;
 	int64_t sv, pv;
-	uint64_t u = p->is_cpu ? cpu : field_u64(fl, rec, &sv), pu = p->val;
+	uint64_t u = cpu, pu = p->val;
 	bool sgn = p->is_cpu || fl->is_signed;
 
 	if (p->is_cpu)
 		sv = (int64_t)cpu;
+	else
+		sv = usft_event_field_value(fl, rec, &u);
 	if (!p->is_cpu && fl->size < 8) {
 		unsigned int bits = fl->size * 8u;
 

@@ -14,6 +14,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <usft/trace_events.h>
 
 /* the kernel's FILT_ERR_* numbers and texts (err_text[] of trace_events_filter.c) */
@@ -48,6 +49,8 @@ int usft_filter_parse(const char *str, const struct usft_event_field *fields, un
 /* whether the record @rec (@len bytes) passes; @cpu for the CPU field */
 bool usft_filter_match(const struct usft_filter *f, const void *rec, size_t len, unsigned int cpu);
 void usft_filter_free(struct usft_filter *f);
+/* the numeric field @fl of @rec: Return: its value signed (by the field's sign), *@u unsigned */
+int64_t usft_event_field_value(const struct usft_event_field *fl, const void *rec, uint64_t *u);
 /* glob of the kernel's glob_match(): * ? [a-z] [!x] \c; the whole string */
 bool usft_filter_glob(const char *pat, const char *s, size_t slen);
 
