@@ -6,8 +6,8 @@ signal:signal_generate events where the kernel does.
 
 events.py mount --usft PATH --tracees DIR --work DIR --toykernel PATH
   available_events, the events/ tree and its files, set_event, enable
-  files, event lines in trace, a filter (and a bad one: EINVAL, the
-  kernel's error_log entry and caret), enable_event with a count in
+  files, event lines in trace, a filter (and bad ones: EINVAL, the
+  kernel's error_log entry and caret, the filter unchanged), enable_event with a count in
   set_ftrace_filter, an instance's own events, refused writes unchanged.
 Needs root and /dev/fuse (exit 77, skipped, otherwise).  Never asserts a time.
 """
@@ -100,11 +100,27 @@ def case_mount():
                                           r"Field not found$", log[0]), "error_log: %s" % log)
         check(log[1] == "  Command: " + bad and log[2] == " " * (11 + 33) + "^",
               "error_log command and caret: %s" % log)
-        shown = m.read("events/signal/signal_generate/filter")
-        check(shown.startswith(bad + "\n") and "parse_error: Field not found" in shown,
-              "filter after the bad one: %r" % shown)
+        check(m.read("events/signal/signal_generate/filter") == "none\n",
+              "a refused filter changed the filter")
+        m.ok("events/signal/signal_generate/filter", "sig == 17\n")
+        m.bad("events/signal/signal_generate/filter", "sig == 'x'\n", errno.EINVAL)
+        check(m.read("events/signal/signal_generate/filter") == "sig == 17\n",
+              "a refused filter replaced the one set")
+        check(m.read("error_log").count("event filter parse error") == 2, "second entry")
         m.ok("events/signal/signal_generate/filter", "0\n")
         check(m.read("events/signal/signal_generate/filter") == "none\n", "filter cleared")
+
+        # a subsystem filter: the events with the field get it; one that fits none is refused
+        m.ok("events/sched/filter", "pid == 1\n")
+        check(m.read("events/sched/sched_process_exit/filter") == "pid == 1\n" and
+              m.read(ev + "filter") == "none\n", "subsystem filter on the events it fits")
+        m.bad("events/sched/filter", "nosuch == 1\n", errno.EINVAL)
+        check(m.read("events/sched/filter") == "pid == 1\n", "refused subsystem filter kept")
+        check("Couldn't find or set field in one of a subsystem's events" in m.read("error_log"),
+              "error_log of the subsystem filter")
+        m.ok("events/sched/filter", "0\n")
+        check(m.read("events/sched/sched_process_exit/filter") == "none\n" and
+              m.read("events/sched/filter").startswith("### global filter ###"), "cleared")
 
         # enable_event with a count: soft mode ("0*"), then soft-enabled by do_exit ("1*")
         se = "events/signal/signal_generate/enable"
