@@ -1649,7 +1649,13 @@ static const char readme_text[] =
 	"  events/<system>/<event>/\t- Directory containing control files for\n"
 	"\t\t\t  <event>:\n"
 	"      enable\t\t- Write 0/1 to enable/disable tracing of <event>\n"
-	"      filter\t\t- If set, only events passing filter are traced\n";
+	"      filter\t\t- If set, only events passing filter are traced\n"
+	"      trigger\t\t- If set, a command to perform when event is hit\n"
+	"\t    Format: <trigger>[:count][if <filter>]\n"
+	"\t   trigger: traceon, traceoff\n"
+	"\t            enable_event:<system>:<event>\n"
+	"\t            disable_event:<system>:<event>\n"
+	"\t\t    stacktrace\n";
 
 /* the files every array has */
 static int read_array_file(struct trace_array *tr, const char *file, FILE *f)

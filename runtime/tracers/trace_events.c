@@ -41,6 +41,8 @@
 #include <usft/trace_events.h>
 #include <usft/usft.h>
 #include "ring_buffer.h"
+#include "trace_array.h"
+#include "tid.h"
 #include "trace_events.h"
 #include "trace_events_filter.h"
 
@@ -57,7 +59,9 @@ enum {
 	TE_FL_SOFT_MODE = 1 << 1,
 	TE_FL_SOFT_DISABLED = 1 << 2,
 	TE_FL_FILTERED = 1 << 3,
+	TE_FL_TRIGGER_MODE = 1 << 4,
 };
+
 
 struct te_tr;
 
@@ -79,9 +83,29 @@ struct te_file {
 	int flags;			/* TE_FL_*, atomic */
 	int sm_ref;			/* soft-mode users (kernel sm_ref) */
 	struct usft_filter *filter;	/* probes read it */
-	char *filter_str;		/* what `filter` shows (with the error, after a bad one) */
+	char *filter_str;		/* what `filter` shows */
+	struct te_trigs *trigs;		/* the trigger file's triggers, newest first; probes read it */
+	int tm_ref;			/* triggers holding the event in soft mode (kernel tm_ref) */
 	struct te_call *call;
 	struct te_tr *tt;
+};
+
+enum te_trig_type { TRIG_TRACEON, TRIG_TRACEOFF, TRIG_STACKTRACE, TRIG_ENABLE, TRIG_DISABLE };
+static const char *const trig_names[] = { "traceon", "traceoff", "stacktrace", "enable_event",
+					  "disable_event" };
+
+struct te_trigger {
+	enum te_trig_type type;
+	long count;			/* -1: unlimited; atomic */
+	struct usft_filter *filter;	/* "if ..." */
+	char *filter_str;
+	struct te_file *target;		/* enable_event, disable_event */
+};
+
+/* published to the probes whole, replaced on each change */
+struct te_trigs {
+	size_t n;
+	struct te_trigger *t[];
 };
 
 struct te_sysfilter {
@@ -146,9 +170,17 @@ static bool te_synchronize(void)
 
 /* ---- the probe ------------------------------------------------------------ */
 
+static void te_run_triggers(struct te_file *fl, const unsigned char *rec, unsigned int len,
+			    unsigned int cpu, unsigned long ip);
+static void free_trigger(struct te_trigger *t);
+static void print_triggers(FILE *f, const struct te_file *fl);
+static int write_trigger(struct trace_array *tr, struct te_tr *tt, struct te_file *fl,
+			 const char *v, size_t len, char *why, size_t wlen);
+
 static void te_probe(struct usft_trace_event *ev, const void *rec)
 {
 	struct te_call *c = __atomic_load_n(&ev->priv, __ATOMIC_ACQUIRE);
+	unsigned long ip = (unsigned long)__builtin_return_address(0);
 	unsigned char buf[TE_HDR + TE_MAX_REC];
 	bool built = false;
 	unsigned int idx, len;
@@ -168,15 +200,11 @@ static void te_probe(struct usft_trace_event *ev, const void *rec)
 		if (!fl)
 			continue;
 		flags = __atomic_load_n(&fl->flags, __ATOMIC_ACQUIRE);
-		if (!(flags & TE_FL_ENABLED) || (flags & TE_FL_SOFT_DISABLED))
-			continue;
-		tt = fl->tt;
-		if (!__atomic_load_n(&tt->buf, __ATOMIC_ACQUIRE) ||
-		    !usft_trace_array_event_ok(tt->tr, &cpu, &tid))
+		if (!(flags & TE_FL_ENABLED))
 			continue;
 		if (!built) {
 			uint16_t type = (uint16_t)c->id;
-			int32_t pid = tid;
+			int32_t pid = usft_gettid();
 
 			memcpy(buf, &type, 2);
 			buf[2] = 0;	/* common_flags: no irq state to report */
@@ -185,6 +213,15 @@ static void te_probe(struct usft_trace_event *ev, const void *rec)
 			memcpy(buf + TE_HDR, rec, c->size);
 			built = true;
 		}
+		/* kernel: triggers run even while the event itself is soft-disabled */
+		if (flags & TE_FL_TRIGGER_MODE)
+			te_run_triggers(fl, buf, len, *usft_tbuf_cpu_ptr(), ip);
+		if (flags & TE_FL_SOFT_DISABLED)
+			continue;
+		tt = fl->tt;
+		if (!__atomic_load_n(&tt->buf, __ATOMIC_ACQUIRE) ||
+		    !usft_trace_array_event_ok(tt->tr, &cpu, &tid))
+			continue;
 		flt = (flags & TE_FL_FILTERED) ? __atomic_load_n(&fl->filter, __ATOMIC_ACQUIRE) : NULL;
 		if (flt && !usft_filter_match(flt, buf, len, cpu))
 			continue;
@@ -705,6 +742,9 @@ void usft_trace_events_remove(struct trace_array *tr)
 			continue;
 		usft_filter_free(old[k]->filter);
 		free(old[k]->filter_str);
+		for (size_t i = 0; old[k]->trigs && i < old[k]->trigs->n; i++)
+			free_trigger(old[k]->trigs->t[i]);
+		free(old[k]->trigs);
 		free(old[k]);
 	}
 	free(old);
@@ -1063,8 +1103,7 @@ int usft_trace_events_read(struct trace_array *tr, const char *file, FILE *f)
 
 		fprintf(f, "%s\n", fl->filter_str ? fl->filter_str : "none");
 	} else if (k == 2 && !strcmp(leaf, "trigger")) {
-		/* kernel event_trigger_show() with no trigger: what a trigger write would take */
-		fputs("# Available triggers:\n# (none: usft's events take no triggers yet)\n", f);
+		print_triggers(f, file_of(tt, c));
 	} else {
 		return -ENOENT;
 	}
@@ -1336,14 +1375,291 @@ int usft_trace_events_write(struct trace_array *tr, const char *file, const char
 	}
 	if (k == 2 && !strcmp(leaf, "filter"))
 		return write_event_filter(tr, file_of(tt, c), v, len, why, wlen);
-	if (k == 2 && !strcmp(leaf, "trigger")) {
-		snprintf(why, wlen, "event triggers are not supported here yet (docs/tracefs.md, "
-			 "Events); set_ftrace_filter's enable_event/disable_event are");
-		return -EINVAL;
-	}
+	if (k == 2 && !strcmp(leaf, "trigger"))
+		return write_trigger(tr, tt, file_of(tt, c), v, len, why, wlen);
 	if (k)
 		return -EACCES;
 	return -ENOENT;
+}
+
+/* ---- event triggers (kernel kernel/trace/trace_events_trigger.c) ---- */
+
+/* one use of a counted trigger; Return: whether it may fire */
+static bool trig_take(struct te_trigger *t)
+{
+	long old = __atomic_load_n(&t->count, __ATOMIC_ACQUIRE);
+
+	do {
+		if (!old)
+			return false;
+		if (old == -1)
+			return true;
+	} while (!__atomic_compare_exchange_n(&t->count, &old, old - 1, false, __ATOMIC_ACQ_REL,
+					      __ATOMIC_ACQUIRE));
+	return true;
+}
+
+static void te_run_triggers(struct te_file *fl, const unsigned char *rec, unsigned int len,
+			    unsigned int cpu, unsigned long ip)
+{
+	const struct te_trigs *ts = __atomic_load_n(&fl->trigs, __ATOMIC_ACQUIRE);
+	struct trace_array *tr = fl->tt->tr;
+
+	for (size_t i = 0; ts && i < ts->n; i++) {
+		struct te_trigger *t = ts->t[i];
+		bool on;
+
+		if (t->filter && !usft_filter_match(t->filter, rec, len, cpu))
+			continue;
+		switch (t->type) {
+		case TRIG_TRACEON:
+		case TRIG_TRACEOFF:
+			/* kernel traceon_count_trigger(): counts only a change of state */
+			on = t->type == TRIG_TRACEON;
+			if (usft_trace_array_is_on(tr) == on || !trig_take(t))
+				break;
+			usft_trace_array_set_on(tr, on);
+			break;
+		case TRIG_STACKTRACE:
+			if (trig_take(t))
+				usft_trace_array_dump_stack(tr, ip, 0);
+			break;
+		default:
+			on = t->type == TRIG_ENABLE;
+			if (on == !(__atomic_load_n(&t->target->flags, __ATOMIC_ACQUIRE) &
+				    TE_FL_SOFT_DISABLED) || !trig_take(t))
+				break;
+			if (on)
+				__atomic_and_fetch(&t->target->flags, ~TE_FL_SOFT_DISABLED,
+						   __ATOMIC_RELEASE);
+			else
+				__atomic_or_fetch(&t->target->flags, TE_FL_SOFT_DISABLED,
+						  __ATOMIC_RELEASE);
+			break;
+		}
+	}
+}
+
+static void print_triggers(FILE *f, const struct te_file *fl)
+{
+	const struct te_trigs *ts = fl->trigs;
+
+	if (!ts || !ts->n) {
+		fputs("# Available triggers:\n# traceon traceoff stacktrace enable_event "
+		      "disable_event\n", f);
+		return;
+	}
+	for (size_t i = 0; i < ts->n; i++) {
+		const struct te_trigger *t = ts->t[i];
+		long count = __atomic_load_n(&t->count, __ATOMIC_RELAXED);
+
+		fputs(trig_names[t->type], f);
+		if (t->target)
+			fprintf(f, ":%s:%s", t->target->call->system, t->target->call->name);
+		if (count == -1)
+			fputs(":unlimited", f);
+		else
+			fprintf(f, ":count=%ld", count);
+		if (t->filter_str)
+			fprintf(f, " if %s", t->filter_str);
+		fputc('\n', f);
+	}
+}
+
+static void free_trigger(struct te_trigger *t)
+{
+	usft_filter_free(t->filter);
+	free(t->filter_str);
+	free(t);
+}
+
+/* kernel trace_event_trigger_enable_disable(): the first trigger puts the event in soft mode */
+static int trigger_mode(struct te_file *fl, bool on)
+{
+	int ret = 0;
+
+	if (on) {
+		if (fl->tm_ref++)
+			return 0;
+		__atomic_or_fetch(&fl->flags, TE_FL_TRIGGER_MODE, __ATOMIC_RELEASE);
+		ret = te_enable_disable(fl, 1, 1);
+		if (ret) {
+			fl->tm_ref--;
+			__atomic_and_fetch(&fl->flags, ~TE_FL_TRIGGER_MODE, __ATOMIC_RELEASE);
+		}
+		return ret;
+	}
+	if (--fl->tm_ref)
+		return 0;
+	__atomic_and_fetch(&fl->flags, ~TE_FL_TRIGGER_MODE, __ATOMIC_RELEASE);
+	return te_enable_disable(fl, 0, 1);
+}
+
+/*
+ * one command written to a trigger file (kernel trigger_process_regex()):
+ * "[!]traceon|traceoff|stacktrace[:N] [if FILTER]",
+ * "[!]enable_event|disable_event:SYSTEM:EVENT[:N] [if FILTER]"
+ */
+static int write_trigger(struct trace_array *tr, struct te_tr *tt, struct te_file *fl,
+			 const char *v, size_t len, char *why, size_t wlen)
+{
+	char *buf = trimmed(v, len), *cmd, *next, *param = NULL, *fstr = NULL, *number = NULL;
+	struct te_trigs *old = fl->trigs, *nt;
+	struct te_trigger *t = NULL;
+	struct te_file *target = NULL;
+	struct usft_filter_error pe;
+	bool remove;
+	int type = -1, ret = -EINVAL;
+	size_t n = old ? old->n : 0, k;
+
+	if (!buf)
+		return -ENOMEM;
+	next = buf;
+	while (*next == ' ' || *next == '\t')
+		next++;
+	if (!*next) {
+		free(buf);
+		return 0;	/* kernel: an empty write does nothing */
+	}
+	cmd = strsep(&next, ": \t");
+	remove = cmd[0] == '!';
+	cmd += remove;
+	while (next && (*next == ' ' || *next == '\t'))
+		next++;
+	if (next && !*next)
+		next = NULL;
+	for (int i = 0; i < 5; i++)
+		if (!strcmp(cmd, trig_names[i]))
+			type = i;
+	if (type < 0) {
+		snprintf(why, wlen, "'%.40s': no such trigger (traceon, traceoff, stacktrace, "
+			 "enable_event, disable_event)", cmd);
+		goto out;
+	}
+	/* kernel event_trigger_separate_filter(): "param if filter"; a param is a number here */
+	if (next && (type >= TRIG_ENABLE || (*next >= '0' && *next <= '9'))) {
+		param = strsep(&next, " \t");
+		if (next) {
+			while (*next == ' ' || *next == '\t')
+				next++;
+			fstr = *next ? next : NULL;
+		}
+	} else {
+		fstr = next;
+	}
+	if (type >= TRIG_ENABLE) {
+		char *system = param ? strsep(&param, ":") : NULL, *event = param ?
+			       strsep(&param, ":") : NULL;
+		struct te_call *c = system && event ? find_call(system, strlen(system), event,
+								 strlen(event)) : NULL;
+
+		if (!c) {
+			snprintf(why, wlen, "%s takes SYSTEM:EVENT[:N] of an event (cat "
+				 "available_events)", cmd);
+			goto out;
+		}
+		target = file_of(tt, c);
+		number = param;
+	} else {
+		number = param;
+	}
+	for (k = 0; k < n; k++)
+		if ((int)old->t[k]->type == type && old->t[k]->target == target)
+			break;
+	if (remove) {
+		if (k == n) {
+			ret = 0;	/* kernel: removing what is not there is no error */
+			goto out;
+		}
+	} else if (k < n) {
+		snprintf(why, wlen, "%s is already set on this event ('!%s' removes it)", cmd, cmd);
+		ret = -EEXIST;
+		goto out;
+	}
+	if (!remove) {
+		t = calloc(1, sizeof(*t));
+		if (!t) {
+			ret = -ENOMEM;
+			goto out;
+		}
+		t->type = (enum te_trig_type)type;
+		t->target = target;
+		t->count = -1;
+		if (number) {
+			char *end;
+
+			errno = 0;
+			t->count = (long)strtoul(number, &end, 0);
+			if (!*number || *end || errno || *number == '-') {
+				snprintf(why, wlen, "'%s': the count is a number", number);
+				goto out;
+			}
+		}
+		if (fstr) {
+			char *w = strsep(&fstr, " \t");
+
+			if (strcmp(w, "if") || !fstr) {
+				snprintf(why, wlen, "a trigger's filter is 'if FILTER'");
+				goto out;
+			}
+			ret = usft_filter_parse(fstr, fl->call->fields, fl->call->nr_fields,
+						&t->filter, &pe);
+			if (ret) {
+				if (ret == -EINVAL)
+					filter_log_err(tr, fstr, &pe);
+				snprintf(why, wlen, "the trigger's filter: %s (error_log shows where)",
+					 usft_filter_err_text[pe.code > 0 ? pe.code : FILT_ERR_ERRNO]);
+				goto out;
+			}
+			t->filter_str = strdup(fstr);
+			ret = -EINVAL;
+		}
+	}
+	nt = malloc(sizeof(*nt) + (n + 1) * sizeof(nt->t[0]));
+	if (!nt) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	nt->n = 0;
+	if (!remove) {
+		/* the target first (kernel event_enable_trigger_func()), then this event */
+		ret = target ? te_enable_disable(target, 1, 1) : 0;
+		if (!ret) {
+			ret = trigger_mode(fl, true);
+			if (ret && target)
+				te_enable_disable(target, 0, 1);
+		}
+		if (ret) {
+			free(nt);
+			snprintf(why, wlen, "the trigger's event not enabled: %s", strerror(-ret));
+			goto out;
+		}
+		nt->t[nt->n++] = t;	/* newest first, as the kernel's list_add_rcu() */
+	}
+	for (size_t i = 0; i < n; i++)
+		if (!remove || i != k)
+			nt->t[nt->n++] = old->t[i];
+	__atomic_store_n(&fl->trigs, nt, __ATOMIC_RELEASE);
+	if (remove) {
+		struct te_trigger *gone = old->t[k];
+
+		trigger_mode(fl, false);
+		if (gone->target)
+			te_enable_disable(gone->target, 0, 1);
+		if (te_synchronize()) {
+			free_trigger(gone);
+			free(old);
+		}
+	} else if (old && te_synchronize()) {
+		free(old);
+	}
+	t = NULL;
+	ret = 0;
+out:
+	if (t)
+		free_trigger(t);
+	free(buf);
+	return ret;
 }
 
 /* ---- enable_event / disable_event (kernel event_enable_func() and its probes) ---- */

@@ -137,6 +137,30 @@ def case_mount():
         m.ok(se, "0\n")
         m.bad("set_ftrace_filter", "do_exit:enable_event:signal:nosuch\n", errno.EINVAL)
 
+        # event triggers: traceoff with a filter, enable_event with a count
+        tg = ev + "trigger"
+        m.ok(tg, "traceoff if next_pid == 1\n")
+        check(m.read(tg) == "traceoff:unlimited if next_pid == 1\n", "trigger: %r" % m.read(tg))
+        check(m.read(ev + "enable") == "0*\n", "a trigger holds its event in soft mode")
+        wait_for(lambda: m.read("tracing_on") == "0\n", "the traceoff trigger fires")
+        m.bad(tg, "traceoff\n", errno.EEXIST, append=True)
+        m.bad(tg, "nosuch\n", errno.EINVAL, append=True)
+        m.bad(tg, "traceon if nosuch == 1\n", errno.EINVAL, append=True)
+        check(m.read(tg) == "traceoff:unlimited if next_pid == 1\n", "refused triggers changed it")
+        m.ok(tg, "!traceoff:unlimited if next_pid == 1\n", append=True)
+        check(m.read(tg).startswith("# Available triggers:") and m.read(ev + "enable") == "0\n",
+              "trigger removed: %r" % m.read(tg))
+        m.ok("tracing_on", "1\n")
+        xt = "events/sched/sched_process_exit/trigger"
+        m.ok(xt, "enable_event:signal:signal_generate:1\n")
+        check(m.read(se) in ("0*\n", "1*\n"), "the target in soft mode: %r" % m.read(se))
+        wait_for(lambda: m.read(xt) == "enable_event:signal:signal_generate:count=0\n",
+                 "the enable_event trigger fires once")
+        check(m.read(se) == "1*\n", "the target soft-enabled")
+        m.ok(xt, "!enable_event:signal:signal_generate\n")
+        check(m.read(se) == "1\n", "out of soft mode: %r" % m.read(se))
+        m.ok(se, "0\n")
+
         # an instance has its own
         os.mkdir(m.path("instances/ev"))
         i = "instances/ev/"
