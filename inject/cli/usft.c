@@ -219,9 +219,11 @@ static int cmd_report(int argc, char **argv)
 		return usft_usage_error("report", "--format trace-cmd writes a file: add -o FILE.dat");
 	if ((why = usft_view_check(&vo)))
 		return usft_usage_error("report", "%s", why);
-	/* the kernel's text formats stream: memory does not follow the trace's size */
-	r = read_trace(input, &t, !view && !tracecmd && !strcmp(format, "text") && !vo.pids &&
-		       !vo.tids);
+	/*
+	 * Every format and view streams the events from the file: memory does
+	 * not follow the trace's size (a pipe, or -A/-R values, are loaded).
+	 */
+	r = read_trace(input, &t, true);
 	if (r)
 		return r;
 	usft_trace_select(&t, vo.pids, vo.tids);
@@ -315,7 +317,7 @@ static int cmd_info(int argc, char **argv)
 	if (optind < argc)
 		return usft_usage_error("info", "unexpected argument '%s'", argv[optind]);
 	usft_trace_name_hook = demangle_simple;
-	r = read_trace(input, &t, false);
+	r = read_trace(input, &t, true);
 	if (r)
 		return r;
 	r = usft_print_info(stdout, &t, input);

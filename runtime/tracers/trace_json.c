@@ -9,6 +9,7 @@
  * file (lost, or entered before a fork) is left out, and frames still open
  * at the end of a thread are closed at its last timestamp.
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -205,15 +206,20 @@ int usft_print_json(FILE *out, struct usft_trace *t, unsigned int flags)
 	struct jthread **tab;
 	bool first = true;
 	size_t nb = 1024, nthreads = t->nsess;
+	struct usft_trace_iter *it;
+	const struct usft_revent *e;
+	int err;
 
 	for (size_t i = 0; i < t->nsess; i++)
 		nthreads += t->sess[i].ntasks;
 	while (nb < nthreads && nb < ((size_t)1 << 24))
 		nb *= 2;
 	tab = calloc(nb, sizeof(*tab));
-	if (!tab)
-		return -1;
-	usft_trace_sort(t);
+	it = tab ? usft_trace_iter_new(t) : NULL;
+	if (!it) {
+		free(tab);
+		return -ENOMEM;
+	}
 	fprintf(out, "{\"traceEvents\":[");
 	for (size_t si = 0; si < t->nsess; si++) {
 		struct usft_rsession *s = &t->sess[si];
@@ -230,8 +236,7 @@ int usft_print_json(FILE *out, struct usft_trace *t, unsigned int flags)
 			fputs("}}", out);
 		}
 	}
-	for (size_t i = 0; i < t->nev; i++) {
-		const struct usft_revent *e = &t->ev[i];
+	while ((e = usft_trace_iter_next(it))) {
 		unsigned int type = usft_rev_type(e), depth = usft_rev_depth(e);
 		uint64_t ip = usft_rev_ip(e);
 		struct jthread *j = jt_get(tab, nb, t->sess[e->sess].pid, e->tid);
@@ -285,6 +290,8 @@ int usft_print_json(FILE *out, struct usft_trace *t, unsigned int flags)
 			break;
 		}
 	}
+	err = usft_trace_iter_error(it);
+	usft_trace_iter_free(it);
 	for (size_t h = 0; h < nb; h++) {
 		for (struct jthread *j = tab[h]; j; j = j->next)
 			close_open(out, &first, t, j);
@@ -305,5 +312,5 @@ int usft_print_json(FILE *out, struct usft_trace *t, unsigned int flags)
 			tab[h] = n;
 		}
 	free(tab);
-	return ferror(out) ? -1 : 0;
+	return err ? err : ferror(out) ? -1 : 0;
 }

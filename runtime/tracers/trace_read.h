@@ -152,6 +152,13 @@ const struct usft_revent *usft_trace_iter_peek_same(struct usft_trace_iter *it);
 void usft_trace_iter_drop_same(struct usft_trace_iter *it);
 int usft_trace_iter_error(const struct usft_trace_iter *it);	/* 0 or -errno */
 void usft_trace_iter_free(struct usft_trace_iter *it);
+/*
+ * Only the threads @keep says yes to, from now on: a loaded trace drops
+ * the other events, a streamed one the other threads' chunks (unread).
+ */
+void usft_trace_keep_threads(struct usft_trace *t,
+			     bool (*keep)(const struct usft_trace *t, uint32_t sess, uint32_t tid,
+					  void *arg), void *arg);
 
 /* trace_stream.c, called by the reader: an EVENTS chunk at @off left in the file */
 int usft_rindex_add(struct usft_trace *t, int fd, unsigned int sess, uint32_t tid, uint64_t off,

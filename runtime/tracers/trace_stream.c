@@ -461,6 +461,8 @@ struct usft_trace_iter *usft_trace_iter_new(struct usft_trace *t)
 		s->sess = x->s[k].sess;
 		s->tid = x->s[k].tid;
 		s->chunk = x->s[k].first;
+		if (s->chunk == UINT32_MAX)
+			continue;	/* a thread left out (usft_trace_keep_threads()) */
 		if (open_chunk(it, s)) {
 			it->err = -EINVAL;
 			s->chunk = UINT32_MAX;
@@ -556,6 +558,25 @@ void usft_trace_iter_free(struct usft_trace_iter *it)
 	free(it);
 }
 
+void usft_trace_keep_threads(struct usft_trace *t,
+			     bool (*keep)(const struct usft_trace *t, uint32_t sess, uint32_t tid,
+					  void *arg), void *arg)
+{
+	struct usft_rindex *x = t->index;
+	size_t k = 0;
+
+	if (x) {
+		for (size_t i = 0; i < x->ns; i++)
+			if (!keep(t, x->s[i].sess, x->s[i].tid, arg))
+				x->s[i].first = UINT32_MAX;	/* a stream with no chunk */
+		return;
+	}
+	for (size_t i = 0; i < t->nev; i++)
+		if (keep(t, t->ev[i].sess, t->ev[i].tid, arg))
+			t->ev[k++] = t->ev[i];
+	t->nev = k;
+}
+
 void usft_rindex_count(struct usft_trace *t)
 {
 	struct usft_rindex *x = t->index;
@@ -566,7 +587,7 @@ void usft_rindex_count(struct usft_trace *t)
 				     .chunk = x->s[k].first };
 		struct usft_rsession *ss = &t->sess[s.sess];
 
-		if (ss->ended || open_chunk(&one, &s))
+		if (ss->ended || s.chunk == UINT32_MAX || open_chunk(&one, &s))
 			continue;
 		/* the window is emptied each time: events are counted, not kept */
 		for (;;) {

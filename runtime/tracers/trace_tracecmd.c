@@ -370,11 +370,26 @@ static int close_part(FILE *f)
 	return ret;
 }
 
+/* @ncpus, or more when an event names a higher CPU (one pass over the events) */
+static int max_cpus(struct usft_trace *t, int ncpus)
+{
+	struct usft_trace_iter *it = usft_trace_iter_new(t);
+	const struct usft_revent *e;
+
+	while (it && (e = usft_trace_iter_next(it)))
+		if (e->cpu != EV_CPU_UNKNOWN && e->cpu >= ncpus)
+			ncpus = e->cpu + 1;
+	usft_trace_iter_free(it);
+	return ncpus;
+}
+
 /* the events, per CPU, into @dir/cpuN; Return: CPUs, or -errno */
 static int write_pages(const char *dir, struct usft_trace *t, struct tc_names *names,
 		       struct tc_thread **threads, int ncpus)
 {
 	struct tc_cpu *cpu = calloc((size_t)ncpus, sizeof(*cpu));
+	struct usft_trace_iter *it = NULL;
+	const struct usft_revent *e;
 	int ret = 0, r;
 
 	if (!cpu)
@@ -389,9 +404,12 @@ static int write_pages(const char *dir, struct usft_trace *t, struct tc_names *n
 			goto out;
 		}
 	}
-	usft_trace_sort(t);
-	for (size_t i = 0; i < t->nev && !ret; i++) {
-		const struct usft_revent *e = &t->ev[i];
+	it = usft_trace_iter_new(t);
+	if (!it) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	while (!ret && (e = usft_trace_iter_next(it))) {
 		unsigned int type = usft_rev_type(e), depth = usft_rev_depth(e);
 		struct tc_cpu *c = &cpu[e->cpu == EV_CPU_UNKNOWN || e->cpu >= ncpus ? 0 : e->cpu];
 		uint64_t func = 0;
@@ -462,7 +480,10 @@ static int write_pages(const char *dir, struct usft_trace *t, struct tc_names *n
 			ret = put_event(c, e->ts, &ev, sizeof(ev));
 		}
 	}
+	if (!ret)
+		ret = usft_trace_iter_error(it);
 out:
+	usft_trace_iter_free(it);
 	for (int i = 0; i < ncpus; i++) {
 		if (!cpu[i].f)
 			continue;
@@ -525,9 +546,7 @@ int usft_write_tracecmd(FILE *out, struct usft_trace *t, const char **why)
 	for (size_t i = 0; i < t->nsess; i++)
 		if (t->sess[i].nr_cpus > ncpus)
 			ncpus = t->sess[i].nr_cpus;
-	for (size_t i = 0; i < t->nev; i++)
-		if (t->ev[i].cpu != EV_CPU_UNKNOWN && t->ev[i].cpu >= ncpus)
-			ncpus = t->ev[i].cpu + 1;
+	ncpus = max_cpus(t, ncpus);
 	if (ncpus > TC_MAX_CPUS)
 		ncpus = TC_MAX_CPUS;
 	if (tmp && *tmp && snprintf(dirbuf, sizeof(dirbuf), "%s/usft-tracecmd-XXXXXX", tmp) <

@@ -237,19 +237,23 @@ static bool list_ok(const char *list)
 	return true;
 }
 
+struct select_lists {
+	const char *pids, *tids;
+};
+
+static bool selected(const struct usft_trace *t, uint32_t sess, uint32_t tid, void *arg)
+{
+	const struct select_lists *l = arg;
+
+	return in_list(l->pids, (unsigned long)t->sess[sess].pid) && in_list(l->tids, tid);
+}
+
 void usft_trace_select(struct usft_trace *t, const char *pids, const char *tids)
 {
-	size_t k = 0;
+	struct select_lists l = { pids, tids };
 
-	if (!pids && !tids)
-		return;
-	for (size_t i = 0; i < t->nev; i++) {
-		const struct usft_revent *e = &t->ev[i];
-
-		if (in_list(pids, (unsigned long)t->sess[e->sess].pid) && in_list(tids, e->tid))
-			t->ev[k++] = *e;
-	}
-	t->nev = k;
+	if (pids || tids)
+		usft_trace_keep_threads(t, selected, &l);
 }
 
 /* ---- per-thread frames ------------------------------------------------------------ */
@@ -418,14 +422,25 @@ static void feed(struct view *v, const struct usft_revent *e)
  * The reader's events, each thread's in the order it wrote them.  The one
  * place the views meet the reader: a streaming reader hands them over here.
  */
-static void feed_all(struct view *v)
+static int feed_all(struct view *v)
 {
-	for (size_t i = 0; i < v->t->nev && !v->nomem; i++)
-		feed(v, &v->t->ev[i]);
+	struct usft_trace_iter *it = usft_trace_iter_new(v->t);
+	const struct usft_revent *e;
+	int err;
+
+	if (!it)
+		return -ENOMEM;
+	while (!v->nomem && (e = usft_trace_iter_next(it)))
+		feed(v, e);
+	err = usft_trace_iter_error(it);
+	usft_trace_iter_free(it);
+	if (err)
+		return err;
 	for (size_t h = 0; h < v->nbthreads; h++)
 		for (struct vthread *th = v->threads[h]; th; th = th->next)
 			while (th->n)
 				pop(v, th, th->last_ts);
+	return 0;
 }
 
 /* ---- printing ------------------------------------------------------------------- */
@@ -800,7 +815,12 @@ int usft_print_view(FILE *out, struct usft_trace *t, const struct usft_view_opts
 	v.threads = calloc(v.nbthreads, sizeof(*v.threads));
 	if (!v.threads)
 		return -ENOMEM;
-	feed_all(&v);
+	ret = feed_all(&v);
+	if (ret) {
+		*why = ret == -ENOMEM ? NULL : "the file could not be read to its end (it "
+		       "changed while being read, or a damaged chunk)";
+		goto done;
+	}
 	if (o->kind != USFT_VIEW_SUMMARY && !v.have_graph && (v.have_func ||
 	    strcmp(tracer, "function_graph"))) {
 		*why = "this view needs call times: the trace was recorded with the "
@@ -869,17 +889,20 @@ int usft_print_info(FILE *out, struct usft_trace *t, const char *path)
 {
 	struct info_sess *is = calloc(t->nsess + 1, sizeof(*is));
 	struct view v = { .t = t, .nbthreads = 1024 };
+	struct usft_trace_iter *it = NULL;
+	const struct usft_revent *e;
 	char buf[4096];
 
 	v.threads = calloc(v.nbthreads, sizeof(*v.threads));
-	if (!is || !v.threads) {
+	if (is && v.threads)
+		it = usft_trace_iter_new(t);
+	if (!it) {
 		free(is);
 		free(v.threads);
 		return -ENOMEM;
 	}
 	/* first and last event and the threads that wrote, per process (streamed) */
-	for (size_t i = 0; i < t->nev; i++) {
-		const struct usft_revent *e = &t->ev[i];
+	while ((e = usft_trace_iter_next(it))) {
 		struct info_sess *x = &is[e->sess];
 		size_t h;
 		struct vthread *th;
@@ -898,6 +921,10 @@ int usft_print_info(FILE *out, struct usft_trace *t, const char *path)
 		if (!th && (th = thread_get(&v, e->sess, e->tid)))
 			x->threads++;
 	}
+	if (usft_trace_iter_error(it))
+		fprintf(out, "# the file could not be read to its end: first and last events "
+			     "below are of what was read\n");
+	usft_trace_iter_free(it);
 	fprintf(out, "# usft trace file  : %s\n", path);
 	fprintf(out, "# tracer           : %s\n", usft_trace_tracer(t));
 	fprintf(out, "# processes        : %zu\n", t->nsess);

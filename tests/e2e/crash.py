@@ -211,17 +211,32 @@ def case_report_stream():
     check(st == 0 and n > 3000000 and rss < 48 * 1024,
           "report: %d lines, max RSS %d KB for a %d MB trace" % (n, rss, size_mb))
     print("report of a %d MB trace: max RSS %d KB" % (size_mb, rss))
+    # every other view and format streams too
+    for what in (["info"], ["report", "-s", "calls"]):
+        rss, n, st = max_rss_kb([e2e.ARGS.usft] + what + ["-i", out])
+        check(st == 0 and n > 2 and rss < 48 * 1024,
+              "%s: %d lines, max RSS %d KB for a %d MB trace" % (" ".join(what), n, rss, size_mb))
     os.unlink(out)
-    # the same lines as the loading reader (--tid loads): two threads, leaves, a crash
+    # the same output as the loading reader (a pipe is loaded): two threads,
+    # leaves, a crash; --tid selects threads in both
     prog = os.path.join(work, "p")
+    views = {"function_graph": [[], ["--format", "json"], ["--summary"], ["--graph", "main"],
+                                ["--format", "folded"]],
+             "function": [[], ["--format", "json"], ["--summary"]]}
     for tracer in ("function_graph", "function"):
         rc, _, err = e2e.usft("record", "-p", tracer, "-o", out, "--", tracee("crash"), "segv",
                               "20000", prog)
         rc, streamed, _ = e2e.usft("report", "-i", out)
         tids = sorted(set(re.findall(r"tracee-crash-(\d+)", streamed)))
         check(tids, "%s: no thread in the report" % tracer)
-        rc, loaded, _ = e2e.usft("report", "-i", out, "--tid", ",".join(tids))
-        check(streamed == loaded, "%s: streamed and loaded reports differ" % tracer)
+        for extra in views[tracer] + [["--tid", tids[0]]]:
+            rc, streamed, _ = e2e.usft("report", "-i", out, *extra)
+            with open(out, "rb") as f:
+                loaded = subprocess.run([e2e.ARGS.usft, "report", "-i", "/dev/stdin"] + extra,
+                                        input=f.read(), stdout=subprocess.PIPE, env=env(),
+                                        cwd=work).stdout.decode()
+            check(rc == 0 and streamed == loaded, "%s %s: streamed and loaded reports differ"
+                  % (tracer, " ".join(extra)))
 
 
 def head(path, lines):
