@@ -1707,8 +1707,6 @@ static int read_array_file(struct trace_array *tr, const char *file, FILE *f)
 		print_snapshot(f, tr);
 	else if (!strcmp(file, "error_log"))
 		fputs(tr->errlog ? tr->errlog : "", f);
-	else if (!strcmp(file, "set_event_pid"))
-		;
 	else if (!strcmp(file, "trace_pipe")) {
 		/* not its text (PIPE consumes that): whether a read would find some */
 		struct ta_ent e;
@@ -1941,13 +1939,6 @@ int usft_tracefs_write(const char *path, const char *v, size_t len, bool append,
 	ret = usft_trace_events_write(tr, file, v, len, append, why, wlen);
 	if (ret != -ENOENT)
 		return ret;
-	if (!strcmp(file, "set_event_pid")) {
-		if (only_space(v, len))
-			return 0;
-		snprintf(why, wlen, "set_event_pid is not supported yet: events are recorded for "
-			 "every thread");
-		return -EINVAL;
-	}
 	snprintf(why, wlen, "'%s' is not writable", path);
 	return -EACCES;
 }

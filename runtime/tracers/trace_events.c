@@ -113,9 +113,16 @@ struct te_sysfilter {
 	char *system, *str;
 };
 
+/* set_event_pid: sorted thread ids, published whole */
+struct te_pids {
+	size_t n;
+	int v[];
+};
+
 struct te_tr {
 	struct trace_array *tr;
 	int slot;
+	struct te_pids *pids;		/* NULL: every thread */
 	unsigned char *buf;		/* TE_BUF_SIZE bytes, NULL until an event is enabled */
 	unsigned long head;		/* bytes ever taken */
 	struct te_sysfilter *sysfilters;
@@ -177,6 +184,28 @@ static void print_triggers(FILE *f, const struct te_file *fl);
 static int write_trigger(struct trace_array *tr, struct te_tr *tt, struct te_file *fl,
 			 const char *v, size_t len, char *why, size_t wlen);
 
+/* kernel trace_event_ignore_this_pid(), by thread id */
+static inline __attribute__((always_inline)) bool pid_wanted(struct te_tr *tt, int tid)
+{
+	const struct te_pids *p = __atomic_load_n(&tt->pids, __ATOMIC_ACQUIRE);
+	size_t lo = 0, hi;
+
+	if (!p)
+		return true;
+	hi = p->n;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (p->v[mid] == tid)
+			return true;
+		if (p->v[mid] < tid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return false;
+}
+
 static void te_probe(struct usft_trace_event *ev, const void *rec)
 {
 	struct te_call *c = __atomic_load_n(&ev->priv, __ATOMIC_ACQUIRE);
@@ -220,7 +249,7 @@ static void te_probe(struct usft_trace_event *ev, const void *rec)
 			continue;
 		tt = fl->tt;
 		if (!__atomic_load_n(&tt->buf, __ATOMIC_ACQUIRE) ||
-		    !usft_trace_array_event_ok(tt->tr, &cpu, &tid))
+		    !usft_trace_array_event_ok(tt->tr, &cpu, &tid) || !pid_wanted(tt, tid))
 			continue;
 		flt = (flags & TE_FL_FILTERED) ? __atomic_load_n(&fl->filter, __ATOMIC_ACQUIRE) : NULL;
 		if (flt && !usft_filter_match(flt, buf, len, cpu))
@@ -748,6 +777,7 @@ void usft_trace_events_remove(struct trace_array *tr)
 		free(old[k]);
 	}
 	free(old);
+	free(tt->pids);
 	if (tt->buf)
 		munmap(tt->buf, TE_BUF_SIZE);
 	while (tt->sysfilters) {
@@ -1052,7 +1082,7 @@ int usft_trace_events_read(struct trace_array *tr, const char *file, FILE *f)
 	int k;
 
 	if (strcmp(file, "available_events") && strcmp(file, "set_event") &&
-	    strcmp(file, "events") && strncmp(file, "events/", 7))
+	    strcmp(file, "events") && strncmp(file, "events/", 7) && strcmp(file, "set_event_pid"))
 		return -ENOENT;
 	usft_trace_events_init();
 	te_rescan();
@@ -1070,6 +1100,11 @@ int usft_trace_events_read(struct trace_array *tr, const char *file, FILE *f)
 			fprintf(f, file[0] == 'e' ? "%s/%s\n" : "%s:%s\n", v[i]->system, v[i]->name);
 		}
 		free(v);
+		return 0;
+	}
+	if (!strcmp(file, "set_event_pid")) {
+		for (size_t i = 0; tt->pids && i < tt->pids->n; i++)
+			fprintf(f, "%d\n", tt->pids->v[i]);
 		return 0;
 	}
 	if (!strcmp(file, "events/enable")) {
@@ -1320,6 +1355,62 @@ static int write_set_event(struct te_tr *tt, const char *v, size_t len, bool app
 	return ret;
 }
 
+static int cmp_int(const void *a, const void *b)
+{
+	int x = *(const int *)a, y = *(const int *)b;
+
+	return (x > y) - (x < y);
+}
+
+/*
+ * set_event_pid (kernel ftrace_event_pid_write()): thread ids, `>`
+ * replaces, `>>` adds; a word that is not a thread id: EINVAL, nothing
+ * changed.  The old list is freed after the probes that may read it.
+ */
+static int write_event_pids(struct te_tr *tt, const char *v, size_t len, bool append,
+			    char *why, size_t wlen)
+{
+	size_t have = append && tt->pids ? tt->pids->n : 0, n = 0, cap = have + len / 2 + 1;
+	struct te_pids *np = malloc(sizeof(*np) + cap * sizeof(int)), *old;
+	char *copy = strndup(v, len), *save = NULL;
+
+	if (!np || !copy) {
+		free(np);
+		free(copy);
+		return -ENOMEM;
+	}
+	if (have)
+		memcpy(np->v, tt->pids->v, have * sizeof(int));
+	n = have;
+	for (char *w = strtok_r(copy, " \t\n", &save); w; w = strtok_r(NULL, " \t\n", &save)) {
+		char *end;
+		long t;
+
+		errno = 0;
+		t = strtol(w, &end, 10);
+		if (*end || errno || t <= 0 || t > 0x7fffffff) {
+			snprintf(why, wlen, "'%.40s': set_event_pid takes thread ids", w);
+			free(np);
+			free(copy);
+			return -EINVAL;
+		}
+		np->v[n++] = (int)t;
+	}
+	free(copy);
+	qsort(np->v, n, sizeof(int), cmp_int);
+	np->n = 0;
+	for (size_t i = 0; i < n; i++)
+		if (!np->n || np->v[np->n - 1] != np->v[i])
+			np->v[np->n++] = np->v[i];
+	old = tt->pids;
+	__atomic_store_n(&tt->pids, np->n ? np : NULL, __ATOMIC_RELEASE);
+	if (!np->n)
+		free(np);	/* empty: every thread again */
+	if (old && te_synchronize())
+		free(old);	/* (not freed: a probe never left; kept, never reused) */
+	return 0;
+}
+
 int usft_trace_events_write(struct trace_array *tr, const char *file, const char *v, size_t len,
 			    bool append, char *why, size_t wlen)
 {
@@ -1330,7 +1421,7 @@ int usft_trace_events_write(struct trace_array *tr, const char *file, const char
 	size_t sl;
 	int k, ret;
 
-	if (strcmp(file, "set_event") && strncmp(file, "events/", 7))
+	if (strcmp(file, "set_event") && strncmp(file, "events/", 7) && strcmp(file, "set_event_pid"))
 		return -ENOENT;
 	usft_trace_events_init();
 	te_rescan();
@@ -1341,6 +1432,8 @@ int usft_trace_events_write(struct trace_array *tr, const char *file, const char
 	}
 	if (!strcmp(file, "set_event"))
 		return write_set_event(tt, v, len, append, why, wlen);
+	if (!strcmp(file, "set_event_pid"))
+		return write_event_pids(tt, v, len, append, why, wlen);
 	if (!strcmp(file, "events/enable")) {
 		if (parse_01(v, len, &n)) {
 			snprintf(why, wlen, "events/enable takes 0 or 1");

@@ -137,6 +137,22 @@ def case_mount():
         m.ok(se, "0\n")
         m.bad("set_ftrace_filter", "do_exit:enable_event:signal:nosuch\n", errno.EINVAL)
 
+        # set_event_pid: the events of one thread (cpu0's)
+        tids = [d for d in os.listdir("/proc/%d/task" % t.pid)
+                if open("/proc/%d/task/%s/comm" % (t.pid, d)).read().strip() == "cpu0"]
+        check(len(tids) == 1, "toykernel's cpu0 thread: %s" % tids)
+        m.ok("set_event_pid", tids[0] + "\n")
+        m.bad("set_event_pid", "12x\n", errno.EINVAL, append=True)
+        check(m.read("set_event_pid") == tids[0] + "\n", "set_event_pid: %r" % m.read("set_event_pid"))
+        m.ok(ev + "enable", "1\n")
+        m.ok("trace", "\n")
+        wait_for(lambda: len(event_lines(m, "sched_switch")) >= 2, "cpu0's sched_switch lines")
+        m.ok(ev + "enable", "0\n")
+        got = event_lines(m, "sched_switch")
+        check(all(re.match(r"^\s*cpu0-%s\s" % tids[0], l) for l in got), "other threads: %s" % got[:3])
+        m.ok("set_event_pid", "\n")
+        check(m.read("set_event_pid") == "", "set_event_pid cleared")
+
         # event triggers: traceoff with a filter, enable_event with a count
         tg = ev + "trigger"
         m.ok(tg, "traceoff if next_pid == 1\n")
