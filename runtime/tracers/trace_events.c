@@ -184,26 +184,19 @@ static void print_triggers(FILE *f, const struct te_file *fl);
 static int write_trigger(struct trace_array *tr, struct te_tr *tt, struct te_file *fl,
 			 const char *v, size_t len, char *why, size_t wlen);
 
-/* kernel trace_event_ignore_this_pid(), by thread id */
+static int cmp_int(const void *a, const void *b)
+{
+	int x = *(const int *)a, y = *(const int *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* kernel trace_event_ignore_this_pid(), by thread id (bsearch(): no lock, no allocation) */
 static inline __attribute__((always_inline)) bool pid_wanted(struct te_tr *tt, int tid)
 {
 	const struct te_pids *p = __atomic_load_n(&tt->pids, __ATOMIC_ACQUIRE);
-	size_t lo = 0, hi;
 
-	if (!p)
-		return true;
-	hi = p->n;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-
-		if (p->v[mid] == tid)
-			return true;
-		if (p->v[mid] < tid)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return false;
+	return !p || bsearch(&tid, p->v, p->n, sizeof(int), cmp_int);
 }
 
 static void te_probe(struct usft_trace_event *ev, const void *rec)
@@ -1353,13 +1346,6 @@ static int write_set_event(struct te_tr *tt, const char *v, size_t len, bool app
 	if (ret)
 		snprintf(why, wlen, "an event could not be enabled: %s", strerror(-ret));
 	return ret;
-}
-
-static int cmp_int(const void *a, const void *b)
-{
-	int x = *(const int *)a, y = *(const int *)b;
-
-	return (x > y) - (x < y);
 }
 
 /*
