@@ -341,6 +341,17 @@ struct usft_task {
 
 extern __thread struct usft_task usft_task;
 
+/*
+ * The traced call a function probe's callback runs for (probe.c sets it
+ * around probe_ops->func): stack_trace_save() starts its walk there
+ * (stacktrace.c), past usft's own frames.
+ */
+struct usft_stack_ctx {
+	struct ftrace_regs *fregs;
+	unsigned long ip, parent_ip;
+};
+extern __thread struct usft_stack_ctx *usft_stack_ctx __attribute__((tls_model("initial-exec")));
+
 /* usft_span_enter/exit/inside(): core/arch.h */
 
 /*

@@ -196,10 +196,15 @@ static void function_trace_probe_call(unsigned long ip, unsigned long parent_ip,
 				      struct ftrace_ops *op, struct ftrace_regs *fregs)
 {
 	struct ftrace_func_probe *probe = container_of(op, struct ftrace_func_probe, ops);
+	struct usft_stack_ctx ctx = { fregs, ip, parent_ip }, *outer = usft_stack_ctx;
 
-	(void)fregs;
+	/* a handler interrupting this call sets and restores its own */
+	usft_stack_ctx = &ctx;
+	barrier();
 	probe->probe_ops->func(ip, parent_ip, probe->tr, probe->probe_ops,
 			       __atomic_load_n(&probe->data, __ATOMIC_ACQUIRE));
+	barrier();
+	usft_stack_ctx = outer;
 }
 
 static struct ftrace_func_probe *find_probe(struct trace_array *tr, struct ftrace_probe_ops *ops)
