@@ -241,8 +241,8 @@ int usft_cmd_record(int argc, char **argv)
 		case 'X':
 			/* the kernel's set_ftrace_filter command syntax, checked in PROG */
 			if (!strchr(optarg, ':'))
-				return usft_usage_error("record", "--trigger '%s': want FUNC:traceoff[:N] "
-							"or FUNC:traceon[:N]", optarg);
+				return usft_usage_error("record", "--trigger '%s': want FUNC:traceoff[:N], "
+							"FUNC:traceon[:N] or FUNC:stacktrace[:N]", optarg);
 			append(&triggers, optarg);
 			break;
 		case 'q':

@@ -97,7 +97,7 @@ static bool env_number(const char *name, const char *s, bool suffixes, unsigned 
 /*
  * --trigger: each token a set_ftrace_filter command on the top level, the
  * probe core's (<usft/ftrace_probe.h>): traceoff/traceon flip the
- * recording's tracing_on.  One that is refused is said and skipped.
+ * recording's tracing_on, stacktrace records a stack (EV_STACK).  One that is refused is said and skipped.
  */
 static void start_triggers(const char *list)
 {
@@ -110,7 +110,7 @@ static void start_triggers(const char *list)
 
 		if (r == USFT_REGEX_GLOB)
 			fprintf(stderr, "usft: --trigger %s: no command (want FUNC:traceoff[:N], "
-				"FUNC:traceon[:N])\n", t);
+				"FUNC:traceon[:N], FUNC:stacktrace[:N])\n", t);
 		else if (r < 0)
 			fprintf(stderr, "usft: --trigger %s: %s (a known command, and FUNC a "
 				"patchable function: `usft list -f PROG`)\n", t, strerror(-r));

@@ -120,6 +120,13 @@ enum usft_ev_type {
 	 * event of its own: neither counted nor lost on its own.
 	 */
 	EV_DATA = 7,
+	/*
+	 * A stack trace (the stacktrace command, --trigger FUNC:stacktrace):
+	 * w1 = the function it was taken at | frame count in the depth field |
+	 * type; then one word per frame, the function itself first, then the
+	 * return addresses above it.  An event of its own: 2 + count words.
+	 */
+	EV_STACK = 8,
 };
 
 static inline unsigned int usft_ev_words(unsigned int type)
@@ -148,6 +155,8 @@ static inline unsigned int usft_ev_len(uint64_t w0, uint64_t w1)
 
 	if (type == EV_DATA)
 		return 2 + (unsigned int)(w0 & EV_DATA_WORDS_MASK);
+	if (type == EV_STACK)
+		return 2 + (unsigned int)((w1 >> EV_DEPTH_SHIFT) & EV_DEPTH_MAX);
 	return usft_ev_words(type);
 }
 

@@ -204,7 +204,8 @@ int usft_print_json(FILE *out, struct usft_trace *t, unsigned int flags)
 {
 	const char *tracer = usft_trace_tracer(t);
 	struct jthread **tab;
-	bool first = true;
+	bool first = true, stk_open = false;
+	unsigned int nfr = 0;
 	size_t nb = 1024, nthreads = t->nsess;
 	struct usft_trace_iter *it;
 	const struct usft_revent *e;
@@ -248,6 +249,10 @@ int usft_print_json(FILE *out, struct usft_trace *t, unsigned int flags)
 			j->sess = e->sess;
 		}
 		j->last_ts = e->ts;
+		if (stk_open && type != EV_STACK_FRAME) {
+			fputs("]}}", out);	/* the stack's frames end */
+			stk_open = false;
+		}
 		switch (type) {
 		case EV_FUNC:
 			ev_head(out, &first, "i", t, e->sess, e->tid, e->ts);
@@ -281,6 +286,34 @@ int usft_print_json(FILE *out, struct usft_trace *t, unsigned int flags)
 				json_values(out, t, e, USFT_DATA_RETVAL_RAW, "retval");
 			fputs("}", out);
 			break;
+		case EV_STACK:
+			/* an instant event; its frames (EV_STACK_FRAME) come right after it */
+			ev_head(out, &first, "i", t, e->sess, e->tid, e->ts);
+			fputs(",\"s\":\"t\",\"cat\":\"stack\",\"name\":\"<stack trace>\","
+			      "\"args\":{\"function\":", out);
+			json_name(out, t, e->sess, e->epoch, ip);
+			fputs(",\"frames\":[", out);
+			stk_open = true;
+			nfr = 0;
+			break;
+		case EV_STACK_FRAME: {
+			uint64_t off = 0;
+			const char *n = usft_trace_sym(t, e->sess, e->epoch, e->aux, &off);
+			char buf[512];
+
+			if (n && strchr(n, '+'))
+				snprintf(buf, sizeof(buf), "%s", n);
+			else if (n)
+				snprintf(buf, sizeof(buf), "%s+0x%" PRIx64, n, off);
+			else
+				snprintf(buf, sizeof(buf), "0x%" PRIx64, e->aux);
+			if (!stk_open)
+				break;
+			if (nfr++)
+				fputc(',', out);
+			json_str(out, buf);
+			break;
+		}
 		case EV_LOST:
 			ev_head(out, &first, "i", t, e->sess, e->tid, e->ts);
 			fprintf(out, ",\"s\":\"t\",\"cat\":\"usft\",\"name\":\"lost events\","
@@ -290,6 +323,8 @@ int usft_print_json(FILE *out, struct usft_trace *t, unsigned int flags)
 			break;
 		}
 	}
+	if (stk_open)
+		fputs("]}}", out);
 	err = usft_trace_iter_error(it);
 	usft_trace_iter_free(it);
 	for (size_t h = 0; h < nb; h++) {

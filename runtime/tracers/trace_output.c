@@ -69,6 +69,39 @@ static const char *sym_name(struct usft_trace *t, const struct usft_revent *e, u
 	return buf;
 }
 
+/*
+ * A stack (EV_STACK and the EV_STACK_FRAME events after it) as the kernel's
+ * trace_stack_print(): "<stack trace>" then " => func+0xoff" per frame.
+ * function_graph wraps it in a comment (print_graph_comment()): "/\*" before,
+ * " *\/" after its last frame.  Return: whether @e was one of these.
+ */
+static bool print_stack_part(FILE *out, struct usft_trace *t, struct usft_trace_iter *it,
+			     const struct usft_revent *e, bool graph)
+{
+	unsigned int type = usft_rev_type(e);
+	const struct usft_revent *n;
+	uint64_t off = 0;
+	const char *name;
+
+	if (type == EV_STACK) {
+		fputs(graph ? "/* <stack trace>\n" : "<stack trace>\n", out);
+	} else if (type == EV_STACK_FRAME) {
+		name = usft_trace_sym(t, e->sess, e->epoch, e->aux, &off);
+		if (name && strchr(name, '+'))
+			fprintf(out, " => %s\n", name);	/* "lib.so+0x..." already */
+		else if (name)
+			fprintf(out, " => %s+0x%" PRIx64 "\n", name, off);
+		else
+			fprintf(out, " => 0x%" PRIx64 "\n", e->aux);
+	} else {
+		return false;
+	}
+	n = graph ? usft_trace_iter_peek_same(it) : NULL;
+	if (graph && (!n || usft_rev_type(n) != EV_STACK_FRAME))
+		fputs(" */\n", out);
+	return true;
+}
+
 static int cpu_width(struct usft_trace *t)
 {
 	int max = 1;
@@ -125,12 +158,18 @@ static void print_function(FILE *out, struct usft_trace *t, unsigned int flags)
 			fprintf(out, "TID:%u [LOST %" PRIu64 " EVENTS]\n", e->tid, e->aux);
 			continue;
 		}
-		if (usft_rev_type(e) != EV_FUNC)
+		if (usft_rev_type(e) == EV_STACK_FRAME) {
+			print_stack_part(out, t, it, e, false);
 			continue;
-		fprintf(out, "%16s-%-7u [%03u] %5llu.%06llu: %s <-%s\n",
+		}
+		if (usft_rev_type(e) != EV_FUNC && usft_rev_type(e) != EV_STACK)
+			continue;
+		fprintf(out, "%16s-%-7u [%03u] %5llu.%06llu: ",
 			usft_trace_comm(t, e->sess, (int)e->tid), e->tid, ev_cpu(e),
-			us / 1000000, us % 1000000,
-			sym_name(t, e, usft_rev_ip(e), b1, sizeof(b1)),
+			us / 1000000, us % 1000000);
+		if (print_stack_part(out, t, it, e, false))
+			continue;
+		fprintf(out, "%s <-%s\n", sym_name(t, e, usft_rev_ip(e), b1, sizeof(b1)),
 			sym_name(t, e, e->aux, b2, sizeof(b2)));
 	}
 	usft_trace_iter_free(it);
@@ -262,7 +301,11 @@ static void print_graph(FILE *out, struct usft_trace *t, unsigned int flags)
 			fprintf(out, "TID:%u [LOST %" PRIu64 " EVENTS]\n", e->tid, e->aux);
 			continue;
 		}
-		if (type < EV_GRAPH_ENT || type > EV_GRAPH_GONE)
+		if (type == EV_STACK_FRAME) {
+			print_stack_part(out, t, it, e, true);
+			continue;
+		}
+		if ((type < EV_GRAPH_ENT || type > EV_GRAPH_GONE) && type != EV_STACK)
 			continue;
 		g = gthread_get(tab, nb, e->sess, e->tid);
 		if (!g)
@@ -280,6 +323,11 @@ static void print_graph(FILE *out, struct usft_trace *t, unsigned int flags)
 		prev_sess = e->sess;
 		name = sym_name(t, e, ip, nb1, sizeof(nb1));
 		print_prefix(out, t, e, cw);
+		if (type == EV_STACK) {
+			print_dur(out, 0, false);
+			print_stack_part(out, t, it, e, true);
+			continue;
+		}
 		if (type == EV_GRAPH_ENT) {
 			const struct usft_revent *r = usft_trace_iter_peek_same(it);
 			unsigned int rt = r ? usft_rev_type(r) : 0;

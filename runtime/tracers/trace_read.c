@@ -428,6 +428,22 @@ const char *usft_trace_values(const struct usft_trace *t, const struct usft_reve
 	return NULL;
 }
 
+/* the frames of the stack event last pushed, as EV_STACK_FRAME events after it */
+static bool push_stack_frames(struct usft_trace *t, const uint64_t *f, size_t n)
+{
+	for (size_t k = 0; k < n; k++) {
+		struct usft_revent *r = push_event(t);
+
+		if (!r)
+			return false;
+		*r = t->ev[t->nev - 2];
+		r->seq = (uint32_t)(t->nev - 1);
+		r->w1 = usft_stack_frame_w1(f[k], (unsigned int)k);
+		r->aux = f[k];
+	}
+	return true;
+}
+
 static void parse_events(struct usft_trace *t, int si, int tid, uint64_t lost,
 			 const uint64_t *w, size_t nwords, bool load)
 {
@@ -482,6 +498,11 @@ static void parse_events(struct usft_trace *t, int si, int tid, uint64_t lost,
 			e->seq = (uint32_t)t->nev;
 			e->sess = (uint32_t)si;
 			e->epoch = s->epoch;
+			if (type == EV_STACK) {
+				e->aux = 0;
+				if (!push_stack_frames(t, &w[i + 2], n - 2))
+					return;
+			}
 			if (type == EV_GRAPH_LEAF || type == EV_GRAPH_LEAF_GONE) {
 				/* a leaf is an entry and a return: the readers see both */
 				struct usft_revent *r = push_event(t);

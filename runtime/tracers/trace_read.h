@@ -14,6 +14,12 @@
 
 /* reader-only pseudo event: @aux events of this thread were lost here */
 #define EV_LOST 15
+/*
+ * reader-only pseudo event: one frame of the EV_STACK just before it (the
+ * readers split a stack into its header and one of these per frame, same
+ * time and thread): @aux the address, the depth field its index
+ */
+#define EV_STACK_FRAME 14
 
 struct usft_rsym {
 	uint64_t addr;
@@ -72,6 +78,12 @@ struct usft_revent {
 	uint16_t cpu;
 	uint16_t epoch;		/* the session's UNMAP chunks before it: which names hold */
 };
+
+/* w1 of the EV_STACK_FRAME pseudo event for frame @k at @addr */
+static inline uint64_t usft_stack_frame_w1(uint64_t addr, unsigned int k)
+{
+	return usft_ev_w1(addr, k, EV_STACK_FRAME);
+}
 
 static inline unsigned int usft_rev_type(const struct usft_revent *e)
 {

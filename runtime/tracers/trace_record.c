@@ -35,6 +35,7 @@
 #include <usft/usft.h>
 #include <usft/version.h>
 #include "trace_array.h"
+#include "trace_stack.h"
 #include "tracer.h"
 
 int usft_tracing_on;
@@ -130,6 +131,8 @@ static void record_tr_dump_stack(struct trace_array *tr, unsigned long ip, int s
 {
 	if (tr)
 		usft_trace_array_dump_stack(tr, ip, skip);
+	else
+		usft_record_stack(ip);	/* trace_stack.c */
 }
 
 static const struct usft_trace_array_ops record_tr_ops = {
@@ -450,6 +453,8 @@ static unsigned long scan_events(struct usft_tbuf *b, unsigned long from, unsign
 		sym_note(w1 & EV_IP_MASK);
 		if (type == EV_FUNC)
 			sym_note(ring_word(b, from + 16));
+		for (unsigned int k = 2; type == EV_STACK && k < words; k++)
+			sym_note(ring_word(b, from + 8 * k));	/* its frames */
 		from += words * 8;
 		n += type == EV_GRAPH_LEAF || type == EV_GRAPH_LEAF_GONE ? 2 : 1;
 	}

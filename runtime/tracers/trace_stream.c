@@ -161,6 +161,9 @@ struct rstream {
 	uint32_t seq;
 	struct usft_revent win[USFT_ITER_REORDER];	/* sorted, [head, head + n) */
 	unsigned int head, n;
+	/* an EV_STACK at pos being split into its frames: the next one, how many */
+	unsigned int stk_k, stk_n;
+	struct usft_revent stk;
 };
 
 struct usft_trace_iter {
@@ -293,6 +296,19 @@ static void stream_fill(struct usft_trace_iter *it, struct rstream *s)
 			}
 		}
 		w = s->w ? s->w + s->pos : NULL;
+		if (s->stk_n) {
+			/* the next frame of the stack at pos (EV_STACK_FRAME) */
+			e = s->stk;
+			e.seq = s->seq++;
+			e.w1 = usft_stack_frame_w1(w[2 + s->stk_k], s->stk_k);
+			e.aux = w[2 + s->stk_k];
+			win_insert(s, &e);
+			if (++s->stk_k == s->stk_n) {
+				s->pos += 2 + s->stk_n;
+				s->stk_n = 0;
+			}
+			continue;
+		}
 		words = 0;
 		if (s->nw - s->pos >= 2) {
 			type = (unsigned int)(w[1] >> EV_TYPE_SHIFT);
@@ -302,7 +318,8 @@ static void stream_fill(struct usft_trace_iter *it, struct rstream *s)
 				s->pos += words;
 				continue;
 			}
-			if (type == EV_DATA && words < s->wcap && s->at < s->end) {
+			if ((type == EV_DATA || type == EV_STACK) && words > s->nw - s->pos &&
+			    words < s->wcap && s->at < s->end) {
 				/* longer than what is read: read on */
 				int r = refill_words(it, s);
 
@@ -333,6 +350,15 @@ static void stream_fill(struct usft_trace_iter *it, struct rstream *s)
 					  .w1 = w[1], .aux = words == 3 ? w[2] : 0, .tid = s->tid,
 					  .seq = s->seq++, .sess = s->sess,
 					  .cpu = (uint16_t)(w[0] >> EV_CPU_SHIFT), .epoch = s->epoch };
+		if (type == EV_STACK && words > 2) {
+			/* its frames follow it, one per pass; pos moves past them after */
+			e.aux = 0;
+			win_insert(s, &e);
+			s->stk = e;
+			s->stk_k = 0;
+			s->stk_n = words - 2;
+			continue;
+		}
 		s->pos += words;
 		if (type == EV_GRAPH_LEAF || type == EV_GRAPH_LEAF_GONE) {
 			/* an entry and a return, as the loading reader splits it */

@@ -439,6 +439,43 @@ def case_triggers():
     check(rc == 2 and "FUNC:traceoff" in err, "--trigger without a command: %d %r" % (rc, err))
 
 
+def stack_blocks(text):
+    """The stack traces of a text report, names only (offsets and libc cut):
+    one line per stack, its frames up to main."""
+    out, cur = [], None
+    for line in text.splitlines():
+        if "<stack trace>" in line:
+            cur = []
+            out.append(cur)
+        elif cur is not None and line.startswith(" => "):
+            name = line[4:].split("+")[0]
+            if not cur or cur[-1] != "main":
+                cur.append(name)
+        else:
+            cur = None
+    return "".join(" => ".join(b) + "\n" for b in out)
+
+
+def case_stacktrace():
+    """--trigger FUNC:stacktrace[:N]: a stack trace per call (N at most) from
+    the traced function up through its callers, past usft's trampoline, in the
+    text report (function and function_graph) and the JSON."""
+    prog = [tracee("nest-fp")]
+    r = record(prog, "function", ("--trigger", "leaf:stacktrace", "--trigger",
+                                  "fact:stacktrace:2"))
+    check(r["lost"] == 0, "lost %d" % r["lost"])
+    golden("stacktrace", stack_blocks(report("text")))
+    doc = json.loads(report("json"))
+    stacks = [e for e in doc["traceEvents"] if e.get("cat") == "stack"]
+    check(len(stacks) == 4 and stacks[0]["args"]["function"] == "leaf" and
+          [f.split("+")[0] for f in stacks[0]["args"]["frames"][:4]] ==
+          ["leaf", "middle", "outer", "main"], "JSON stacks: %r" % stacks[:1])
+    record(prog, "function_graph", ("--trigger", "leaf:stacktrace:1"))
+    text = report("text")
+    check(stack_blocks(text) == "leaf => middle => outer => main\n" and "/* <stack trace>" in text,
+          "function_graph stack:\n" + text)
+
+
 def case_clock_mono():
     r = record([tracee("nest")], "function_graph", ("-C", "mono"))
     check(r["events"] == 24, "events %d" % r["events"])
