@@ -60,9 +60,30 @@ int usft_page_prot(unsigned long page)
 	return PROT_READ | PROT_EXEC;
 }
 
+/*
+ * Opens [@addr, @addr + @len): the pages not open yet, in groups of
+ * adjacent pages of one protection, one mprotect() per group (a batch
+ * over 10^5 sites opens its text in a few calls, not one per page).  Each
+ * page is recorded before its mprotect(), so that usft_text_close_all()
+ * restores it even after a failure that changed part of the group.
+ */
+static int open_group(unsigned long first, size_t pages, int prot)
+{
+	int ret;
+
+	if (!pages)
+		return 0;
+	USFT_TEXT_STEP();
+	ret = mprotect((void *)first, pages * page_size, prot | PROT_WRITE | PROT_EXEC);
+	USFT_TEXT_STEP();
+	return ret ? -EPERM : 0;
+}
+
 int usft_text_open(unsigned long addr, size_t len)
 {
-	unsigned long p, end;
+	unsigned long p, end, first = 0;
+	size_t group = 0;
+	int group_prot = 0;
 
 	if (!page_size)
 		page_size = sysconf(_SC_PAGESIZE);
@@ -82,27 +103,38 @@ int usft_text_open(unsigned long addr, size_t len)
 		for (i = 0; i < nr_open; i++)
 			if (open_pages[i].page == p)
 				break;
-		if (i < nr_open)
+		if (i < nr_open) {
+			if (open_group(first, group, group_prot))
+				return -EPERM;
+			group = 0;
 			continue;
+		}
 		if (nr_open == cap_open) {
 			size_t cap = cap_open ? cap_open * 2 : 64;
 			struct open_page *n = realloc(open_pages, cap * sizeof(*n));
 
-			if (!n)
+			if (!n || open_group(first, group, group_prot))
 				return -EPERM;
+			group = 0;
 			open_pages = n;
 			cap_open = cap;
 		}
 		prot = usft_page_prot(p);
-		USFT_TEXT_STEP();
-		if (mprotect((void *)p, page_size, prot | PROT_WRITE | PROT_EXEC))
-			return -EPERM;
-		USFT_TEXT_STEP();
+		if (group && prot != group_prot) {
+			if (open_group(first, group, group_prot))
+				return -EPERM;
+			group = 0;
+		}
+		if (!group) {
+			first = p;
+			group_prot = prot;
+		}
+		group++;
 		open_pages[nr_open].page = p;
 		open_pages[nr_open].prot = prot;
 		nr_open++;
 	}
-	return 0;
+	return open_group(first, group, group_prot);
 }
 
 /*
@@ -144,21 +176,34 @@ int usft_text_writable(unsigned long ip)
  * and report -EPERM if a page still could not be restored: the caller
  * goes to ftrace_bug() and no byte is written again.
  */
+static int restore_pages(unsigned long first, size_t pages, int prot)
+{
+	for (int tries = 0; tries < 5; tries++)
+		if (!mprotect((void *)first, pages * page_size, prot))
+			return 0;
+	return -1;
+}
+
 int usft_text_close_all(void)
 {
 	int ret = 0;
+	size_t i, j;
 
-	for (size_t i = 0; i < nr_open; i++) {
-		int tries = 0;
-
+	/* adjacent pages of one protection: one mprotect() (usft_text_open()) */
+	for (i = 0; i < nr_open; i = j) {
+		for (j = i + 1; j < nr_open && open_pages[j].prot == open_pages[i].prot &&
+				open_pages[j].page == open_pages[j - 1].page + page_size; j++)
+			;
 		USFT_TEXT_STEP();
-		while (mprotect((void *)open_pages[i].page, page_size, open_pages[i].prot)) {
-			if (++tries == 5) {
-				pr_err("usft: cannot restore the protection of page %#lx (%d)\n",
-				       open_pages[i].page, errno);
-				ret = -EPERM;
-				break;
-			}
+		if (!restore_pages(open_pages[i].page, j - i, open_pages[i].prot))
+			continue;
+		/* page by page: as many as possible restored, the rest named */
+		for (size_t k = i; k < j; k++) {
+			if (!restore_pages(open_pages[k].page, 1, open_pages[k].prot))
+				continue;
+			pr_err("usft: cannot restore the protection of page %#lx (%d)\n",
+			       open_pages[k].page, errno);
+			ret = -EPERM;
 		}
 	}
 	nr_open = 0;

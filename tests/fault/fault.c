@@ -187,6 +187,43 @@ static void setup(void)
 	cr_assert(arm && fired && disarm, "run with LD_PRELOAD=libusft_fault.so");
 }
 
+/* six functions on six adjacent text pages */
+#define PAGE_FN(n) \
+	TRACEE __attribute__((aligned(4096))) long cf_page_##n(long x) { TRACEE_BODY(); return x + n; }
+PAGE_FN(0) PAGE_FN(1) PAGE_FN(2) PAGE_FN(3) PAGE_FN(4) PAGE_FN(5)
+static const tc_fn_t page_fns[] = { cf_page_0, cf_page_1, cf_page_2, cf_page_3, cf_page_4,
+				    cf_page_5 };
+
+/*
+ * A batch over sites on adjacent pages makes them writable in one
+ * mprotect() and restores them in one (core/text.c), not one per page
+ * each way (16 calls each way for these six pages before; 6 now).
+ */
+Test(fault, adjacent_text_pages_share_an_mprotect, .init = setup)
+{
+	static struct tc_counter c;
+	long (*calls)(void) = (long (*)(void))dlsym(RTLD_DEFAULT, "fault_mprotect_calls");
+	long before, reg, unreg;
+
+	cr_assert_not_null(calls);
+	cr_assert_eq(usft_init(), 0);
+	tc_counter_init(&c, 0);
+	cr_assert_eq(tc_set_filter(&c.ops, "cf_page_*", 1), 0);
+	before = calls();
+	cr_assert_eq(register_ftrace_function(&c.ops), 0);
+	reg = calls() - before;
+	for (long i = 0; i < 6; i++)
+		cr_assert_eq(page_fns[i](100), 100 + i);
+	before = calls();
+	cr_assert_eq(unregister_ftrace_function(&c.ops), 0);
+	unreg = calls() - before;
+	for (long i = 0; i < 6; i++)
+		cr_assert_eq(page_fns[i](100), 100 + i);
+	cr_log_info("mprotect calls: register %ld, unregister %ld", reg, unreg);
+	cr_assert_lt(reg, 12, "register: %ld mprotect calls for 6 adjacent pages", reg);
+	cr_assert_lt(unreg, 12, "unregister: %ld mprotect calls for 6 adjacent pages", unreg);
+}
+
 Test(fault, every_malloc_along_an_update, .init = setup, .timeout = 300)
 {
 	sweep(F_MALLOC, "malloc");

@@ -109,8 +109,18 @@ void *realloc(void *p, size_t n)
 	return __libc_realloc(p, n);
 }
 
+static long nr_mprotect;
+
+/* mprotect() calls libusft.so made so far */
+long fault_mprotect_calls(void)
+{
+	return __atomic_load_n(&nr_mprotect, __ATOMIC_RELAXED);
+}
+
 int mprotect(void *addr, size_t len, int prot)
 {
+	if (from_usft(__builtin_return_address(0)))
+		__atomic_add_fetch(&nr_mprotect, 1, __ATOMIC_RELAXED);
 	if (should_fail(F_MPROTECT, __builtin_return_address(0))) {
 		errno = EACCES;
 		return -1;

@@ -280,6 +280,29 @@ static __no_tsan int poke_atomic(const struct poke_entry *e)
  * site can be.  gcc's 1-byte NOPs (relocate) still need the INT3 protocol.
  * Return: 0, 1 (use the INT3 protocol) or -errno (nothing written).
  */
+/*
+ * Open the text of the batch (poke_vec[], in address order): one
+ * usft_text_open() per run of sites on adjacent pages, so its pages are
+ * made writable in a few mprotect() calls.
+ */
+static int poke_open_all(void)
+{
+	unsigned long pg = (unsigned long)sysconf(_SC_PAGESIZE);
+	size_t i, j;
+	int ret = 0;
+
+	for (i = 0; i < poke_nr && !ret; i = j) {
+		unsigned long lo = poke_vec[i].addr, hi = lo + poke_vec[i].len;
+
+		for (j = i + 1; j < poke_nr &&
+				(poke_vec[j].addr & ~(pg - 1)) <= ((hi - 1) & ~(pg - 1)) + pg; j++)
+			if (poke_vec[j].addr + poke_vec[j].len > hi)
+				hi = poke_vec[j].addr + poke_vec[j].len;
+		ret = usft_text_open(lo, hi - lo);
+	}
+	return ret;
+}
+
 static __no_tsan int poke_flush_without_traps(void)
 {
 	char comm[32];
@@ -324,8 +347,7 @@ static __no_tsan int poke_flush_without_traps(void)
 			return 1;
 		}
 	}
-	for (i = 0; i < poke_nr && !ret; i++)
-		ret = usft_text_open(poke_vec[i].addr, poke_vec[i].len);
+	ret = poke_open_all();
 	for (i = 0; i < poke_nr && !ret; i++) {
 		USFT_TEXT_STEP();
 		ret = poke_atomic(&poke_vec[i]);
@@ -367,11 +389,9 @@ __no_tsan int x86_poke_flush(void)
 		poke_trim();
 		return ret;
 	}
-	ret = 0;
-	for (i = 0; i < poke_nr && !ret; i++) {
-		ret = usft_text_open(poke_vec[i].addr, poke_vec[i].len);
+	for (i = 0; i < poke_nr; i++)
 		relocate |= poke_vec[i].relocate;
-	}
+	ret = poke_open_all();
 	if (ret) {
 		usft_text_close_all();
 		poke_nr = 0;
