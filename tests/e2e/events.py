@@ -190,6 +190,15 @@ def case_mount():
         os.rmdir(m.path("instances/ev"))
         m.ok("events/enable", "0\n")
         check(m.read("events/enable") == "0\n", "events/enable")
+
+        # detach turns every event off: a new attach finds none enabled
+        m.ok("set_event", "sched:sched_switch\n")
+        m.umount()
+        rc, out, err = harness.usft("detach", t.pid)
+        check(rc == 0, "usft detach: %d %s" % (rc, err))
+        m = Mount(t.pid)
+        check(m.read("set_event") == "" and m.read(ev + "enable") == "0\n",
+              "events still enabled after detach: %r" % m.read("set_event"))
     finally:
         m.umount()
     t.stop()

@@ -82,7 +82,8 @@ struct usft_event_field {
 #define USFT_FIELD_STRING(rec, field)                                                   \
 	{ "char", #field, (unsigned short)offsetof(rec, field),                          \
 	  (unsigned short)sizeof(((rec *)0)->field),                                       \
-	  (unsigned short)sizeof(((rec *)0)->field), 1, USFT_FILTER_STRING, NULL }
+	  (unsigned short)sizeof(((rec *)0)->field), (unsigned char)((char)-1 < (char)0),   \
+	  USFT_FILTER_STRING, NULL }
 
 /**
  * struct usft_trace_event - one event (kernel struct trace_event_call and
