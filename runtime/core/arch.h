@@ -87,6 +87,13 @@ int arch_ftrace_replace_prepare(struct dyn_ftrace *rec, int update);
 /** ftrace_update_ftrace_func() - what the shared callers call. */
 int ftrace_update_ftrace_func(ftrace_func_t func);
 
+/**
+ * ftrace_arch_text_check() - may a batch be written safely now, given how
+ * core/text.c writes text (x86-64: -EBUSY under the /proc/self/mem route
+ * while a thread blocks SIGTRAP)?  Asked with ftrace_text_check().
+ */
+int ftrace_arch_text_check(void);
+
 /** open/close a code-modification section (flushes the text batch). */
 int ftrace_arch_code_modify_prepare(void);
 int ftrace_arch_code_modify_post_process(void);

@@ -210,9 +210,12 @@ static void image_quiesce(struct tramp_image *im)
 		return;
 	}
 	for (int k = 0; k + 2 < im->nr_data; k += 3) {
-		__atomic_store_n(&w[k], (unsigned long)stub_prog, __ATOMIC_RELEASE);
-		__atomic_store_n(&w[k + 1], 0UL, __ATOMIC_RELEASE);
-		__atomic_store_n(&w[k + 2], (unsigned long)&stub_misses, __ATOMIC_RELEASE);
+		unsigned long prog = (unsigned long)stub_prog, zero = 0,
+			      misses = (unsigned long)&stub_misses;
+
+		usft_text_write((unsigned long)&w[k], &prog, 8);
+		usft_text_write((unsigned long)&w[k + 1], &zero, 8);
+		usft_text_write((unsigned long)&w[k + 2], &misses, 8);
 	}
 	usft_text_close_all();
 }

@@ -1050,6 +1050,8 @@ int ftrace_text_check(void)
 		if (!(rec->flags & FTRACE_FL_DISABLED)) {
 			int ret = usft_text_writable(rec->ip);
 
+			if (!ret)
+				ret = ftrace_arch_text_check();
 			/* the policy went away: first what it held back */
 			return ret ? ret : ftrace_convert_pending_nops();
 		}

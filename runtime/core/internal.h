@@ -595,6 +595,12 @@ enum usft_tramp_placement {
 	USFT_TRAMP_NEAR		= 0,	/* in branch reach of the text, else far */
 	USFT_TRAMP_FAR		= 1,
 };
+/* option text_write (text_write_names[]): how text bytes are written (core/text.c) */
+enum usft_text_write {
+	USFT_TEXT_WRITE_AUTO	= 0,	/* mprotect RWX; /proc/self/mem once a policy refuses it */
+	USFT_TEXT_WRITE_MPROTECT = 1,	/* mprotect RWX only (a policy: EPERM) */
+	USFT_TEXT_WRITE_PROCMEM	= 2,	/* always /proc/self/mem */
+};
 struct usft_options {
 	int ops_trampolines;
 	int sync;		/* enum usft_sync */
@@ -607,6 +613,7 @@ struct usft_options {
 	int call_ops;
 	int graph_jmp;
 	int stat_at_exit;	/* usft_print_stat(stderr) when the process exits */
+	int text_write;		/* enum usft_text_write */
 };
 extern struct usft_options usft_opts;
 extern struct usft_stats usft_counters;

@@ -38,8 +38,10 @@ struct usft_option_desc {
 
 static const char *const sync_names[] = { "membarrier", "signal", NULL };
 static const char *const placement_names[] = { "near", "far", NULL };
+static const char *const text_write_names[] = { "auto", "mprotect", "procmem", NULL };
 _Static_assert(ARRAY_SIZE(sync_names) == USFT_SYNC_SIGNAL + 2 &&
-	       ARRAY_SIZE(placement_names) == USFT_TRAMP_FAR + 2,
+	       ARRAY_SIZE(placement_names) == USFT_TRAMP_FAR + 2 &&
+	       ARRAY_SIZE(text_write_names) == USFT_TEXT_WRITE_PROCMEM + 2,
 	       "option value names follow enum usft_sync / usft_tramp_placement");
 
 /*
@@ -88,6 +90,9 @@ static const struct usft_option_desc usft_option_table[] = {
 	  "x86-64: a site whose only ops is a graph ops jumps to a stub that calls the body" },
 	{ "stat_at_exit", &usft_opts.stat_at_exit, NULL, 1, true,
 	  "print these options and the counters on stderr when the process exits" },
+	{ "text_write", &usft_opts.text_write, text_write_names, 2, true,
+	  "how text is written: mprotect RWX, /proc/self/mem (procmem), or auto (procmem "
+	  "once a W^X policy refuses mprotect)" },
 };
 
 static const struct usft_option_desc *find_option(const char *name, size_t len)
@@ -289,7 +294,7 @@ USFT_API void usft_print_stat(FILE *out)
 	P(nr_int3_hits); P(nr_direct_in_range); P(nr_direct_out_of_range);
 	P(nr_callsites); P(callsite_bytes); P(nr_stop_machine);
 	P(nr_reclaim_scans); P(nr_rv_sleepers);
-	P(nr_notrap_batches); P(nr_wx_refused);
+	P(nr_notrap_batches); P(nr_wx_refused); P(nr_procmem_writes);
 #undef P
 	fprintf(out, "  %-22s %s\n", "state", st.disabled ? "dead (ftrace_bug)" : "ok");
 }

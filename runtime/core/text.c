@@ -8,8 +8,17 @@
  * after every batch no page is writable and executable.  The protection to
  * restore comes from the object's program headers or the trampoline
  * window, never from what a page happens to have at the time.
+ *
+ * Under a W^X policy that refuses mprotect(PROT_WRITE|PROT_EXEC) the bytes
+ * go through /proc/self/mem instead (option text_write): the kernel writes
+ * them through its own mapping of the page (access_remote_vm() with
+ * FOLL_FORCE, as a debugger plants a breakpoint), so no mapping of the
+ * process is ever writable and executable.  Every text store of usft goes
+ * through usft_text_write(), which picks the route.
  */
 #include <dirent.h>
+#include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <linux/membarrier.h>
 #include <sched.h>
@@ -47,6 +56,151 @@ static struct open_page *open_pages;
 static size_t nr_open, cap_open;
 static long page_size;
 
+/* ---- the /proc/self/mem route ---------------------------------------- */
+
+static int mem_fd = -1;		/* /proc/self/mem of mem_pid */
+static pid_t mem_pid;
+static bool mem_route;		/* text_write=auto: a policy refused mprotect, sticky */
+static bool mem_checked;	/* mem_fd checked against getpid() in this batch */
+
+/*
+ * A /proc/PID/mem descriptor is bound to the address space it was opened
+ * on: one inherited over fork() would write into the parent.  The child
+ * drops it (and a fork that bypasses the atfork handlers, a raw clone(), is
+ * caught by the getpid() check once per batch).
+ */
+static void mem_fork_child(void)
+{
+	if (mem_fd >= 0)
+		close(mem_fd);
+	mem_fd = -1;
+	mem_checked = false;
+}
+
+__attribute__((constructor)) static void mem_atfork_init(void)
+{
+	pthread_atfork(NULL, NULL, mem_fork_child);
+}
+
+/*
+ * Open /proc/self/mem and prove it writes: the byte at @probe written over
+ * with itself (compare-then-write of an equal byte; it only un-shares the
+ * page as the first real write would).  Return: 0 or -errno.
+ */
+static int mem_open(unsigned long probe)
+{
+	unsigned char b;
+
+	if (mem_fd >= 0 && mem_checked)
+		return 0;
+	if (mem_fd >= 0 && mem_pid != getpid())
+		mem_fork_child();	/* inherited without the atfork handler */
+	if (mem_fd < 0) {
+		int fd = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
+
+		if (fd < 0)
+			return -errno;
+		b = *(volatile unsigned char *)probe;
+		if (pwrite(fd, &b, 1, (off_t)probe) != 1) {
+			int err = errno ? errno : EIO;
+
+			close(fd);
+			return -err;
+		}
+		mem_fd = fd;
+		mem_pid = getpid();
+	}
+	mem_checked = true;
+	return 0;
+}
+
+/* are text bytes written through /proc/self/mem now? */
+bool usft_text_procmem(void)
+{
+	return usft_opts.text_write == USFT_TEXT_WRITE_PROCMEM ||
+	       (usft_opts.text_write == USFT_TEXT_WRITE_AUTO && mem_route);
+}
+
+/*
+ * mprotect() refused with @err: may the policy be worked around?  With
+ * text_write=auto, switch to /proc/self/mem for good (said once).
+ */
+static bool mem_fallback(unsigned long page, int err)
+{
+	int ret;
+
+	if ((err != EACCES && err != EPERM) || usft_opts.text_write != USFT_TEXT_WRITE_AUTO)
+		return false;
+	ret = mem_open(page);
+	if (ret) {
+		pr_debug("usft: /proc/self/mem cannot write text either (%s)\n", strerror(-ret));
+		return false;
+	}
+	if (!mem_route)
+		pr_info("usft: the system refuses text that is writable and executable "
+			"(mprotect(PROT_WRITE|PROT_EXEC): %s); text is written through "
+			"/proc/self/mem instead (option text_write)\n", strerror(err));
+	mem_route = true;
+	return true;
+}
+
+static __no_tsan void text_store(unsigned long addr, const void *src, size_t len)
+{
+	if (len == 8 && !(addr & 7)) {
+		uint64_t v;
+
+		memcpy(&v, src, 8);
+		__atomic_store_n((uint64_t *)addr, v, __ATOMIC_RELEASE);
+	} else if (len == 4 && !(addr & 3)) {
+		uint32_t v;
+
+		memcpy(&v, src, 4);
+		__atomic_store_n((uint32_t *)addr, v, __ATOMIC_RELEASE);
+	} else {
+		/* byte by byte: the INT3 protocol orders each one */
+		for (size_t i = 0; i < len; i++)
+			((volatile unsigned char *)addr)[i] = ((const unsigned char *)src)[i];
+	}
+}
+
+/*
+ * usft_text_write() - store @len bytes at @addr, text opened with
+ * usft_text_open() in this batch.  With mprotect an aligned 4 or 8 bytes
+ * are one atomic store (release), anything else a byte at a time; through
+ * /proc/self/mem one pwrite() (the kernel's copy_to_user_page(): see
+ * docs/design.md for what it guarantees a concurrent fetch), skipped when
+ * the bytes are already there.  Return: 0 or -EPERM (nothing or part
+ * written: the caller's batch fails).
+ */
+int usft_text_write(unsigned long addr, const void *src, size_t len)
+{
+	size_t done = 0;
+
+	if (!usft_text_procmem()) {
+		text_store(addr, src, len);
+		return 0;
+	}
+	if (!memcmp((const void *)addr, src, len))
+		return 0;
+	if (mem_open(addr))
+		return -EPERM;
+	while (done < len) {
+		ssize_t n = pwrite(mem_fd, (const char *)src + done, len - done,
+				   (off_t)(addr + done));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			pr_err("usft: writing %zu byte(s) of text at %#lx through /proc/self/mem "
+			       "failed (%s)\n", len, addr, n ? strerror(errno) : "short write");
+			return -EPERM;
+		}
+		done += (size_t)n;
+	}
+	usft_count(nr_procmem_writes);
+	return 0;
+}
+
 int usft_page_prot(unsigned long page)
 {
 	struct usft_object *obj;
@@ -69,14 +223,20 @@ int usft_page_prot(unsigned long page)
  */
 static int open_group(unsigned long first, size_t pages, int prot)
 {
-	int ret;
+	int ret, err;
 
-	if (!pages)
-		return 0;
+	if (!pages || usft_text_procmem())
+		return 0;	/* a policy refused an earlier group: nothing to open */
 	USFT_TEXT_STEP();
 	ret = mprotect((void *)first, pages * page_size, prot | PROT_WRITE | PROT_EXEC);
 	USFT_TEXT_STEP();
-	return ret ? -EPERM : 0;
+	if (!ret)
+		return 0;
+	err = errno;
+	if (mem_fallback(first, err))
+		return 0;	/* the pages recorded so far close as usual */
+	errno = err;
+	return -EPERM;
 }
 
 int usft_text_open(unsigned long addr, size_t len)
@@ -87,6 +247,8 @@ int usft_text_open(unsigned long addr, size_t len)
 
 	if (!page_size)
 		page_size = sysconf(_SC_PAGESIZE);
+	if (usft_text_procmem())
+		return mem_open(addr) ? -EPERM : 0;	/* nothing to open */
 	p = addr & ~(page_size - 1);
 	end = addr + len;
 	for (; p < end; p += page_size) {
@@ -161,11 +323,16 @@ int usft_text_writable(unsigned long ip)
 	usft_count(nr_wx_refused);
 	if (!__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
 		pr_err("usft: the system refuses to make text writable while it is executable "
-		       "(mprotect(PROT_WRITE|PROT_EXEC): %s): a W^X policy such as SELinux "
-		       "execmem/execmod, PaX MPROTECT or a seccomp filter; nothing is patched "
-		       "and every call that would patch returns EPERM. Allow W+X mappings for "
-		       "this program (e.g. setsebool allow_execmem/allow_execmod, or let the "
-		       "seccomp filter pass mprotect with PROT_WRITE|PROT_EXEC)\n", strerror(err));
+		       "(%s: %s): a W^X policy such as SELinux execmem/execmod, PaX MPROTECT "
+		       "or a seccomp filter, and /proc/self/mem %s; nothing is patched and "
+		       "every call that would patch returns EPERM. Allow W+X mappings for this "
+		       "program (e.g. setsebool allow_execmem/allow_execmod, or let the seccomp "
+		       "filter pass mprotect with PROT_WRITE|PROT_EXEC), or writes to "
+		       "/proc/self/mem (a mounted /proc, proc_mem.force_override=always)\n",
+		       usft_opts.text_write == USFT_TEXT_WRITE_PROCMEM ? "/proc/self/mem" :
+		       "mprotect(PROT_WRITE|PROT_EXEC)", strerror(err),
+		       usft_opts.text_write == USFT_TEXT_WRITE_MPROTECT ?
+		       "is not tried (option text_write=mprotect)" : "cannot write it either");
 	return -EPERM;
 }
 
@@ -207,6 +374,7 @@ int usft_text_close_all(void)
 		}
 	}
 	nr_open = 0;
+	mem_checked = false;
 	return ret;
 }
 

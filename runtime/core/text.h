@@ -31,6 +31,15 @@ int usft_text_open(unsigned long addr, size_t len);
  * -EPERM (a W^X policy refuses it, said once with the cause and the fix).
  */
 int usft_text_writable(unsigned long ip);
+/*
+ * usft_text_write() - store bytes into text opened with usft_text_open():
+ * every text store of usft goes through it (mprotect route: an atomic
+ * store for an aligned 4 or 8 bytes, else byte by byte; W^X route: one
+ * pwrite() to /proc/self/mem).  Return: 0 or -EPERM.
+ */
+int usft_text_write(unsigned long addr, const void *src, size_t len);
+/* does usft_text_write() go through /proc/self/mem now (option text_write)? */
+bool usft_text_procmem(void);
 /* Restore every page opened since the last close. Return: 0 or -EPERM. */
 int usft_text_close_all(void);
 /* The protection a page has outside batches. */

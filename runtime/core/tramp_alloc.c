@@ -177,7 +177,7 @@ int usft_execmem_write(unsigned long addr, const void *code, size_t len)
 	int ret = usft_text_open(addr, len);
 
 	if (!ret) {
-		memcpy((void *)addr, code, len);
+		ret = usft_text_write(addr, code, len);
 		/* arm64: D-cache clean + I-cache invalidate (nothing on x86-64) */
 		__builtin___clear_cache((char *)addr, (char *)addr + len);
 	}

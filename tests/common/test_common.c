@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <stdint.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -20,6 +21,20 @@ const unsigned char tc_nop5[TC_SITE_SIZE] = { 0x0f, 0x1f, 0x44, 0x00, 0x00 };
 notrace unsigned long tc_site(const void *fn)
 {
 	return ftrace_location((unsigned long)fn);
+}
+
+notrace int tc_run_child(int (*fn)(void))
+{
+	pid_t pid = fork();
+	int st;
+
+	cr_assert_geq(pid, 0);
+	if (!pid) {
+		alarm(60);
+		_exit(fn());
+	}
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
 notrace int tc_read_site(const void *fn, unsigned char buf[TC_SITE_SIZE])

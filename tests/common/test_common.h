@@ -62,6 +62,12 @@ typedef long (*tc_fn_t)(long x);
 /** tc_site() - ftrace_location() of a function pointer. */
 unsigned long tc_site(const void *fn);
 
+/**
+ * tc_run_child() - run @fn in a forked child (60 s alarm) and wait for it.
+ * Return: its exit status, or 128 + the signal that killed it.
+ */
+int tc_run_child(int (*fn)(void));
+
 /** tc_read_site() - usft_site_bytes() into @buf (5 bytes); return its result. */
 int tc_read_site(const void *fn, unsigned char buf[TC_SITE_SIZE]);
 

@@ -7,6 +7,7 @@
  * -EPERM, not the kill switch's -ENODEV; the counters say nothing was
  * enabled; the program's text is byte for byte what it was; the program
  * runs on; a later call is refused the same way, not with -ENODEV.
+ * With text_write=mprotect (only that route):
  *
  *   before init   the policy is there before usft ever ran (the compiler's
  *                 NOPs stay as compiled)
@@ -14,12 +15,21 @@
  *   unregister    an ops registered before the policy: unregistering it
  *                 cannot put the sites back, so it is refused and the ops
  *                 keeps running
+ *
+ * With the default text_write=auto, text is written through /proc/self/mem
+ * instead, and no page is ever writable and executable: the calls succeed,
+ * events are counted, unregister puts the NOP back, and a thread that
+ * blocks SIGTRAP gets the call refused with -EBUSY (the INT3 protocol is
+ * the only one that route can write), never killed.
  */
 #include <errno.h>
+#include <pthread.h>
+#include <signal.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -29,6 +39,7 @@
 #include "test_common.h"
 
 TRACEE long wx_f(long x) { TRACEE_BODY(); return x * 3 + 1; }
+TRACEE long wx_g(long x) { TRACEE_BODY(); return x * 5 + 2; }
 
 #define FAIL(code, ...) do { fprintf(stderr, "wx_policy: " __VA_ARGS__); return code; } while (0)
 
@@ -50,20 +61,6 @@ static notrace int forbid_wx(void)
 	    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog))
 		return -1;
 	return 0;
-}
-
-static notrace int run_child(int (*fn)(void))
-{
-	pid_t pid = fork();
-	int st;
-
-	cr_assert_geq(pid, 0);
-	if (!pid) {
-		alarm(60);
-		_exit(fn());
-	}
-	cr_assert_eq(waitpid(pid, &st, 0), pid);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
 /* refused cleanly: EPERM counted, nothing enabled, runtime alive */
@@ -94,6 +91,7 @@ static notrace int child_before_init(void)
 	int ret;
 
 	memcpy(text, (const void *)wx_f, TC_SITE_SIZE);	/* as compiled: usft not started */
+	setenv("USFT_OPTIONS", "text_write=mprotect", 1);	/* read when usft starts */
 	if (forbid_wx())
 		FAIL(2, "seccomp: %s\n", strerror(errno));
 	tc_counter_init(&c, 0);
@@ -118,8 +116,8 @@ static notrace int child_after_init(void)
 	unsigned char text[TC_SITE_SIZE];
 	int ret;
 
-	if (usft_init())
-		FAIL(2, "usft_init failed\n");
+	if (usft_init() || usft_set_option("text_write", "mprotect"))
+		FAIL(2, "usft_init or text_write=mprotect failed\n");
 	tc_counter_init(&c, 0);
 	if (tc_set_filter(&c.ops, "wx_f", 1))
 		FAIL(3, "ftrace_set_filter refused\n");
@@ -141,6 +139,8 @@ static notrace int child_unregister(void)
 	unsigned char text[TC_SITE_SIZE];
 	int ret;
 
+	if (usft_set_option("text_write", "mprotect"))
+		FAIL(1, "text_write=mprotect refused\n");
 	tc_counter_init(&c, 0);
 	if (tc_set_filter(&c.ops, "wx_f", 1))
 		FAIL(2, "ftrace_set_filter refused\n");
@@ -167,6 +167,200 @@ static notrace int child_unregister(void)
 	return 0;
 }
 
-Test(wx_policy, refused_before_init) { cr_expect_eq(run_child(child_before_init), 0); }
-Test(wx_policy, refused_after_init) { cr_expect_eq(run_child(child_after_init), 0); }
-Test(wx_policy, unregister_refused) { cr_expect_eq(run_child(child_unregister), 0); }
+/* a mapping that is writable and executable at once, or 0 */
+static notrace unsigned long wx_mapping(void)
+{
+	char line[512], perms[8];
+	unsigned long lo = 0;
+	FILE *f = fopen("/proc/self/maps", "re");
+
+	if (!f)
+		return 1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "%lx-%*x %7s", &lo, perms) == 2 && perms[1] == 'w' &&
+		    perms[2] == 'x')
+			break;
+		else
+			lo = 0;
+	fclose(f);
+	return lo;
+}
+
+/*
+ * Under the policy, through /proc/self/mem: registered, @fn traced (@n
+ * calls counted), text written only through /proc/self/mem, never W+X;
+ * unregistered, the disabled NOP back and nothing traced.
+ */
+static notrace int patched_under_policy(struct tc_counter *c, long (*fn)(long),
+					const char *name, unsigned long others, int step)
+{
+	struct usft_stats st = { .sz = sizeof(st) };
+	unsigned long wx;
+	int ret;
+
+	tc_counter_init(c, 0);
+	if (tc_set_filter(&c->ops, name, 1))
+		FAIL(step, "ftrace_set_filter refused\n");
+	ret = register_ftrace_function(&c->ops);
+	if (ret)
+		FAIL(step + 1, "register_ftrace_function() = %d under the policy\n", ret);
+	for (long i = 0; i < 100; i++)
+		fn(i);
+	if (tc_count(c) != 100)
+		FAIL(step + 2, "%ld events counted, not 100\n", tc_count(c));
+	wx = wx_mapping();
+	if (wx)
+		FAIL(step + 3, "a mapping at %#lx is writable and executable\n", wx);
+	if (usft_stat(&st) || st.disabled || st.nr_enabled != others + 1 ||
+	    !st.nr_procmem_writes)
+		FAIL(step + 4, "counters: disabled %d, %lu enabled, %lu procmem writes\n",
+		     st.disabled, st.nr_enabled, st.nr_procmem_writes);
+	ret = unregister_ftrace_function(&c->ops);
+	if (ret)
+		FAIL(step + 5, "unregister_ftrace_function() = %d under the policy\n", ret);
+	if (memcmp((const void *)fn, tc_nop5, TC_SITE_SIZE))
+		FAIL(step + 6, "the site is not the disabled NOP after unregister\n");
+	fn(1);
+	if (tc_count(c) != 100)
+		FAIL(step + 7, "traced after unregister\n");
+	if (usft_stat(&st) || st.nr_enabled != others || st.nr_ops != others || wx_mapping())
+		FAIL(step + 8, "after unregister: %lu enabled, %lu ops, or a W+X mapping\n",
+		     st.nr_enabled, st.nr_ops);
+	return 0;
+}
+
+static notrace int child_procmem_before_init(void)
+{
+	static struct tc_counter c;
+
+	if (forbid_wx())
+		FAIL(2, "seccomp: %s\n", strerror(errno));
+	return patched_under_policy(&c, wx_f, "wx_f", 0, 10);
+}
+
+static notrace int child_procmem_after_init(void)
+{
+	static struct tc_counter c, d;
+	int ret;
+
+	if (usft_init())
+		FAIL(2, "usft_init failed\n");
+	tc_counter_init(&d, 0);
+	if (tc_set_filter(&d.ops, "wx_g", 1) || register_ftrace_function(&d.ops))
+		FAIL(3, "register without a policy failed\n");
+	if (forbid_wx())
+		FAIL(4, "seccomp: %s\n", strerror(errno));
+	ret = patched_under_policy(&c, wx_f, "wx_f", 1, 10);
+	if (ret)
+		return ret;
+	/* registered before the policy: now it can be unregistered */
+	if (wx_g(1) != 7 || tc_count(&d) != 1)
+		FAIL(20, "the ops registered before the policy stopped running\n");
+	ret = unregister_ftrace_function(&d.ops);
+	if (ret || memcmp((const void *)wx_g, tc_nop5, TC_SITE_SIZE))
+		FAIL(21, "unregister of the earlier ops = %d, or its site not the NOP\n", ret);
+	return 0;
+}
+
+/*
+ * The /proc/self/mem descriptor is bound to the process that opened it: a
+ * child that patches after fork() must write its own text, not the parent's.
+ */
+static notrace int child_procmem_fork(void)
+{
+	static struct tc_counter c;
+	pid_t pid;
+	int st, ret;
+
+	if (forbid_wx())
+		FAIL(2, "seccomp: %s\n", strerror(errno));
+	ret = patched_under_policy(&c, wx_f, "wx_f", 0, 10);	/* opens the descriptor */
+	if (ret)
+		return ret;
+	pid = fork();
+	if (pid < 0)
+		FAIL(3, "fork: %s\n", strerror(errno));
+	if (!pid) {
+		static struct tc_counter d;
+
+		tc_counter_init(&d, 0);
+		if (tc_set_filter(&d.ops, "wx_g", 1) || register_ftrace_function(&d.ops))
+			_exit(1);
+		wx_g(1);
+		_exit(tc_count(&d) == 1 ? 0 : 2);
+	}
+	if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st))
+		FAIL(4, "the child could not patch under the policy (status %#x)\n", st);
+	if (memcmp((const void *)wx_g, tc_nop5, TC_SITE_SIZE))
+		FAIL(5, "the child's patch landed in the parent's text\n");
+	return 0;
+}
+
+static int blocker_go;
+
+static notrace void *sigtrap_blocker(void *arg)
+{
+	sigset_t all;
+
+	(void)arg;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	__atomic_store_n(&blocker_go, 1, __ATOMIC_RELEASE);
+	while (__atomic_load_n(&blocker_go, __ATOMIC_ACQUIRE) == 1)
+		wx_f(1);	/* an INT3 here would kill the process */
+	return NULL;
+}
+
+/* a thread blocks SIGTRAP: -EBUSY, nothing changed; once it is gone the call works */
+static notrace int child_procmem_sigtrap_blocker(void)
+{
+	static struct tc_counter c, d;
+	struct usft_stats st = { .sz = sizeof(st) };
+	unsigned char text[TC_SITE_SIZE];
+	pthread_t t;
+	int ret;
+
+	if (usft_init())
+		FAIL(2, "usft_init failed\n");
+	if (forbid_wx())
+		FAIL(3, "seccomp: %s\n", strerror(errno));
+	if (pthread_create(&t, NULL, sigtrap_blocker, NULL))
+		FAIL(4, "pthread_create failed\n");
+	while (!__atomic_load_n(&blocker_go, __ATOMIC_ACQUIRE))
+		;
+	memcpy(text, (const void *)wx_f, TC_SITE_SIZE);
+	tc_counter_init(&c, 0);
+	if (tc_set_filter(&c.ops, "wx_f", 1))
+		FAIL(5, "ftrace_set_filter refused\n");
+	ret = register_ftrace_function(&c.ops);
+	if (ret != -EBUSY)
+		FAIL(6, "register_ftrace_function() = %d with a SIGTRAP blocker, not -EBUSY\n",
+		     ret);
+	if (usft_stat(&st) || st.disabled || st.nr_enabled || st.nr_ops)
+		FAIL(7, "counters: disabled %d, %lu enabled, %lu ops after -EBUSY\n", st.disabled,
+		     st.nr_enabled, st.nr_ops);
+	if (memcmp((const void *)wx_f, text, TC_SITE_SIZE) || tc_count(&c))
+		FAIL(8, "the site changed or was traced after -EBUSY\n");
+	__atomic_store_n(&blocker_go, 2, __ATOMIC_RELEASE);
+	pthread_join(t, NULL);
+	return patched_under_policy(&d, wx_f, "wx_f", 0, 10);
+}
+
+/* text_write=procmem without any policy: the same route, chosen */
+static notrace int child_procmem_forced(void)
+{
+	static struct tc_counter c;
+
+	if (usft_set_option("text_write", "procmem"))
+		FAIL(2, "text_write=procmem refused\n");
+	return patched_under_policy(&c, wx_f, "wx_f", 0, 10);
+}
+
+Test(wx_policy, refused_before_init) { cr_expect_eq(tc_run_child(child_before_init), 0); }
+Test(wx_policy, refused_after_init) { cr_expect_eq(tc_run_child(child_after_init), 0); }
+Test(wx_policy, unregister_refused) { cr_expect_eq(tc_run_child(child_unregister), 0); }
+Test(wx_policy, procmem_before_init) { cr_expect_eq(tc_run_child(child_procmem_before_init), 0); }
+Test(wx_policy, procmem_after_init) { cr_expect_eq(tc_run_child(child_procmem_after_init), 0); }
+Test(wx_policy, procmem_fork) { cr_expect_eq(tc_run_child(child_procmem_fork), 0); }
+Test(wx_policy, procmem_sigtrap_blocker) { cr_expect_eq(tc_run_child(child_procmem_sigtrap_blocker), 0); }
+Test(wx_policy, procmem_forced) { cr_expect_eq(tc_run_child(child_procmem_forced), 0); }

@@ -36,7 +36,8 @@ int arm64_patch_insn(unsigned long pc, uint32_t old, uint32_t new)
 	if (usft_text_open(pc, AARCH64_INSN_SIZE))
 		return -EPERM;
 	USFT_TEXT_STEP();
-	__atomic_store_n((uint32_t *)pc, new, __ATOMIC_RELEASE);
+	if (usft_text_write(pc, &new, AARCH64_INSN_SIZE))
+		return -EPERM;
 	USFT_TEXT_STEP();
 	__builtin___clear_cache((char *)pc, (char *)pc + AARCH64_INSN_SIZE);
 	nr_written++;
@@ -53,7 +54,8 @@ int arm64_write_literal(unsigned long addr, unsigned long val)
 	if (usft_text_open(addr, 8))
 		return -EPERM;
 	/* a data word for ldr: ordered before the BL written after it */
-	__atomic_store_n((unsigned long *)addr, val, __ATOMIC_RELEASE);
+	if (usft_text_write(addr, &val, 8))
+		return -EPERM;
 	USFT_TEXT_STEP();
 	nr_written++;
 	return 0;
@@ -78,8 +80,9 @@ int arm64_text_copy(unsigned long dst, const void *src, size_t len, bool sync)
 {
 	int ret = usft_text_open(dst, len);
 
+	if (!ret)
+		ret = usft_text_write(dst, src, len);
 	if (!ret) {
-		memcpy((void *)dst, src, len);
 		__builtin___clear_cache((char *)dst, (char *)dst + len);
 	}
 	ret |= usft_text_close_all();
@@ -96,4 +99,13 @@ void execmem_fill_trapping_insns(void *ptr, size_t size)
 {
 	(void)ptr;
 	(void)size;
+}
+
+/*
+ * arm64 writes no trap into a site (an aligned 32-bit NOP <-> BL swap), so
+ * a thread that blocks SIGTRAP is safe on either write route.
+ */
+int ftrace_arch_text_check(void)
+{
+	return 0;
 }

@@ -304,7 +304,7 @@ static void graph_stubs_set_func(struct usft_ops_private *p, unsigned long func)
 			unsigned long word = graph_stub_func_word(gs->addr);
 
 			if (!usft_text_open(word, 8))
-				__atomic_store_n((unsigned long *)word, func, __ATOMIC_RELEASE);
+				usft_text_write(word, &func, 8);
 		}
 	usft_text_close_all();
 }
@@ -576,7 +576,7 @@ void arch_ftrace_update_trampoline(struct ftrace_ops *ops)
 			unsigned long f = (unsigned long)ftrace_ops_get_func(ops);
 
 			if (!usft_text_open(word, 8))
-				__atomic_store_n((unsigned long *)word, f, __ATOMIC_RELEASE);
+				usft_text_write(word, &f, 8);
 			usft_text_close_all();
 		}
 		graph_stubs_set_func(p, (unsigned long)ftrace_ops_get_func(ops));
@@ -632,9 +632,10 @@ void arch_ftrace_trampoline_quiesce(struct ftrace_ops *ops)
 		unsigned long word = p->copy[i].addr + tmpl_data_off(p->regs) +
 				     offsetof(struct tramp_data, funcv);
 
+		unsigned long stub = (unsigned long)ftrace_stub;
+
 		if (!usft_text_open(word, 8))
-			__atomic_store_n((unsigned long *)word, (unsigned long)ftrace_stub,
-					 __ATOMIC_RELEASE);
+			usft_text_write(word, &stub, 8);
 		usft_text_close_all();
 	}
 	graph_stubs_set_func(p, (unsigned long)ftrace_stub);

@@ -312,6 +312,17 @@ static __no_tsan int poke_flush_without_traps(void)
 	tid = usft_signal_blocker(SIGTRAP, comm, sizeof(comm));
 	if (tid <= 0)
 		return 1;
+	if (usft_text_procmem()) {
+		/*
+		 * No locked store reaches text through /proc/self/mem.
+		 * ftrace_arch_text_check() refused the call while the thread
+		 * was there; one that came since gets the INT3 protocol.
+		 */
+		pr_warn("usft: thread %d (%s) started blocking SIGTRAP during a batch written "
+			"through /proc/self/mem (W^X), which needs INT3s: it dies if it runs a "
+			"site now\n", tid, comm);
+		return 1;
+	}
 	for (i = 0; i < poke_nr; i++) {
 		unsigned long a = poke_vec[i].addr;
 
@@ -400,22 +411,30 @@ __no_tsan int x86_poke_flush(void)
 	__atomic_add_fetch(&poke_gen, 1, __ATOMIC_SEQ_CST);	/* odd: in flight */
 	__atomic_store_n(&poke_active, 1, __ATOMIC_SEQ_CST);
 
+	/*
+	 * A failed write (only possible through /proc/self/mem) leaves the
+	 * batch half done: each pass still completes what it can, so every
+	 * site holds an INT3 or whole bytes, and the caller's ftrace_bug()
+	 * stops further writes.
+	 */
 	for (i = 0; i < poke_nr; i++) {
+		static const unsigned char int3 = INT3_INSN_OPCODE;
+
 		USFT_TEXT_STEP();
-		*(volatile unsigned char *)poke_vec[i].addr = INT3_INSN_OPCODE;
+		ret |= usft_text_write(poke_vec[i].addr, &int3, 1);
 	}
 	usft_sync_core();
 	if (relocate && usft_nr_threads() > 1)
 		usft_threads_rendezvous(relocate_thread, NULL, not_in_a_site);
 	for (i = 0; i < poke_nr; i++) {
 		USFT_TEXT_STEP();
-		for (int k = 1; k < poke_vec[i].len; k++)
-			((volatile unsigned char *)poke_vec[i].addr)[k] = poke_vec[i].newb[k];
+		ret |= usft_text_write(poke_vec[i].addr + 1, poke_vec[i].newb + 1,
+				       poke_vec[i].len - 1);
 	}
 	usft_sync_core();
 	for (i = 0; i < poke_nr; i++) {
 		USFT_TEXT_STEP();
-		*(volatile unsigned char *)poke_vec[i].addr = poke_vec[i].newb[0];
+		ret |= usft_text_write(poke_vec[i].addr, poke_vec[i].newb, 1);
 	}
 	usft_sync_core();
 	USFT_TEXT_STEP();
@@ -426,7 +445,8 @@ __no_tsan int x86_poke_flush(void)
 		;
 	usft_counters.nr_sites_written += poke_nr;
 	poke_trim();
-	return usft_text_close_all();
+	ret |= usft_text_close_all();
+	return ret ? -EPERM : 0;
 }
 
 int x86_text_copy(unsigned long dst, const void *src, size_t len, bool sync)
@@ -435,12 +455,37 @@ int x86_text_copy(unsigned long dst, const void *src, size_t len, bool sync)
 
 	USFT_TEXT_STEP();
 	if (!ret)
-		memcpy((void *)dst, src, len);
+		ret = usft_text_write(dst, src, len);
 	USFT_TEXT_STEP();
 	ret |= usft_text_close_all();
 	if (sync)
 		usft_sync_core();
 	return ret ? -EPERM : 0;
+}
+
+/*
+ * Under a W^X policy text is written through /proc/self/mem, where no
+ * locked compare-and-exchange reaches it: the trap-free batch of a thread
+ * that blocks SIGTRAP is impossible, and the INT3 protocol would kill that
+ * thread.  Asked before a call changes anything (ftrace_text_check()).
+ * Return: 0 or -EBUSY (said with the thread and the fix).
+ */
+int ftrace_arch_text_check(void)
+{
+	char comm[32];
+	int tid;
+
+	if (!usft_text_procmem())
+		return 0;
+	tid = usft_signal_blocker(SIGTRAP, comm, sizeof(comm));
+	if (tid <= 0)
+		return 0;
+	pr_err("usft: thread %d (%s) blocks SIGTRAP, and under this W^X policy text can only "
+	       "be written through /proc/self/mem with the INT3 protocol, whose trap would "
+	       "kill it; the call returns EBUSY and nothing is patched. Unblock SIGTRAP in "
+	       "that thread, or allow mprotect(PROT_WRITE|PROT_EXEC) for this program\n",
+	       tid, comm);
+	return -EBUSY;
 }
 
 /* INT3 everywhere (arch/x86/mm/init.c: execmem_fill_trapping_insns()) */

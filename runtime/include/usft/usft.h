@@ -58,6 +58,7 @@ struct usft_stats {
 	unsigned long nr_rv_sleepers;	/* threads asleep in the kernel a rendezvous left alone */
 	unsigned long nr_notrap_batches;	/* batches written without INT3 (a thread blocked SIGTRAP) */
 	unsigned long nr_wx_refused;	/* calls refused with EPERM: a W^X policy forbids writable text */
+	unsigned long nr_procmem_writes;	/* text writes made through /proc/self/mem (W^X) */
 };
 
 /**
