@@ -19,6 +19,7 @@
 #include <limits.h>
 #include <link.h>
 #include <pthread.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdarg.h>
@@ -226,6 +227,37 @@ FORWARD(__sighandler_t, __sysv_signal, (int sig, __sighandler_t h), (sig, h), SI
 FORWARD(__sighandler_t, sigset, (int sig, __sighandler_t h), (sig, h), SIG_ERR)
 FORWARD(int, sigignore, (int sig), (sig), -1)
 FORWARD(int, siginterrupt, (int sig, int flag), (sig, flag), -1)
+/*
+ * The calls that change the signal mask: libusft follows the mask of each
+ * thread so that strncpy_from_user_nofault() knows without a system call
+ * whether a fault would be delivered (core/nofault.c).
+ */
+FORWARD(int, pthread_sigmask, (int how, const sigset_t *set, sigset_t *old), (how, set, old),
+	ENOSYS)
+FORWARD(int, sigprocmask, (int how, const sigset_t *set, sigset_t *old), (how, set, old), -1)
+FORWARD(int, sigblock, (int mask), (mask), -1)
+FORWARD(int, sigsetmask, (int mask), (mask), -1)
+FORWARD(int, sighold, (int sig), (sig), -1)
+FORWARD(int, sigrelse, (int sig), (sig), -1)
+FORWARD(int, setcontext, (const ucontext_t *ucp), (ucp), -1)
+
+#define FORWARD_JMP(name, buf)							\
+	EXPORT __attribute__((noreturn)) void name(buf env, int val)		\
+	{									\
+		static void (*fn)(buf, int);					\
+										\
+		if (!fn && !preload_libusft_misplaced)				\
+			fn = (void (*)(buf, int))dlvsym(RTLD_DEFAULT, #name, "USFT_0.1"); \
+		if (!fn)							\
+			fn = (void (*)(buf, int))next_sym(#name);		\
+		if (!fn)							\
+			abort();						\
+		fn(env, val);							\
+		__builtin_unreachable();					\
+	}
+FORWARD_JMP(siglongjmp, sigjmp_buf)
+FORWARD_JMP(longjmp, jmp_buf)
+FORWARD_JMP(_longjmp, jmp_buf)
 
 static int shim_dlclose(void *handle)
 {

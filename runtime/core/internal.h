@@ -327,6 +327,7 @@ struct usft_task {
 	struct usft_task *reg_next, *reg_prev;
 	bool listed;
 	int api_sig_depth;		/* sig_depth of the outermost API call */
+	int fault_mask;			/* SIGSEGV/SIGBUS open, blocked or unknown (core/nofault.c) */
 };
 #define USFT_ORIG_MAX		16
 #define USFT_TASK_NEST		0
@@ -406,6 +407,9 @@ void usft_notrace_end(void);
 struct sigaction;
 int usft_real_sigaction(int sig, const struct sigaction *act, struct sigaction *oact);
 int usft_claim_signal(int sig, const struct sigaction *handler, struct sigaction *chain);
+/* usft_claim_signal() for @fn, carrying the program handler's mask and stack flags */
+int usft_claim_signal_mirrored(int sig, void (*fn)(int, siginfo_t *, void *),
+			       struct sigaction *chain);
 bool usft_run_handler(const struct sigaction *a, int sig, siginfo_t *si, void *uc);
 extern int usft_nr_tramp_irq;
 

@@ -218,6 +218,53 @@ out:
 	return ret;
 }
 
+/*
+ * A claim made with usft_claim_signal_mirrored(): usft's handler carries
+ * the program's handler's sa_mask, SA_NODEFER and SA_ONSTACK, so that when
+ * it chains to that handler, the handler runs with the mask and on the
+ * stack it asked for (the fault signals: a stack overflow handler needs
+ * its alternate stack).  Called with sig_lock held.
+ */
+static void (*mirror_fn[_NSIG])(int, siginfo_t *, void *);
+
+static void mirror_install(int sig, const struct sigaction *prog)
+{
+	bool fn = (prog->sa_flags & SA_SIGINFO) ||
+		  (prog->sa_handler != SIG_DFL && prog->sa_handler != SIG_IGN);
+	struct sigaction w;
+
+	memset(&w, 0, sizeof(w));
+	w.sa_sigaction = mirror_fn[sig];
+	w.sa_flags = SA_SIGINFO | SA_ONSTACK;
+	sigemptyset(&w.sa_mask);
+	if (fn) {
+		w.sa_mask = prog->sa_mask;
+		w.sa_flags = SA_SIGINFO | (prog->sa_flags & (SA_NODEFER | SA_ONSTACK));
+	}
+	usft_real_sigaction(sig, &w, NULL);
+}
+
+int usft_claim_signal_mirrored(int sig, void (*fn)(int, siginfo_t *, void *),
+			       struct sigaction *chain)
+{
+	struct sigaction sa;
+	sigset_t saved;
+	int ret;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = fn;
+	sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+	sigemptyset(&sa.sa_mask);
+	ret = usft_claim_signal(sig, &sa, chain);
+	if (ret)
+		return ret;
+	sig_lock_take(&saved);
+	mirror_fn[sig] = fn;
+	mirror_install(sig, chain);
+	sig_lock_drop(&saved);
+	return 0;
+}
+
 USFT_API __no_tsan int sigaction(int sig, const struct sigaction *act, struct sigaction *oact)
 {
 	struct sigaction prev, w;
@@ -231,6 +278,8 @@ USFT_API __no_tsan int sigaction(int sig, const struct sigaction *act, struct si
 		prev = *claimed[sig];
 		if (act)
 			*claimed[sig] = *act;
+		if (act && mirror_fn[sig])
+			mirror_install(sig, act);
 		goto out;
 	}
 	if (usft_real_sigaction(sig, NULL, &prev)) {

@@ -17,9 +17,8 @@
  * c (char), f (double), p (pointer).  Specs are separated by ';' in
  * USFT_ARGS / USFT_RETVAL.
  *
- * Strings are copied with process_vm_readv() on the process itself: a bad
- * pointer is one failed system call (errno saved and restored), never a
- * fault.  That one system call per string is the only one on these paths.
+ * Strings are copied with strncpy_from_user_nofault() (core/nofault.c):
+ * no system call, and a bad pointer is never a fault.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -27,9 +26,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/uio.h>
 #include <unistd.h>
 #include <usft/ftrace_regs.h>
+#include <usft/uaccess.h>
 #include <usft/usft.h>
 #include "trace_args.h"
 #include "tracer.h"
@@ -60,8 +59,6 @@ struct args_tab {
 /* published before the tracer registers; replaced tables are never freed */
 static struct args_tab *args_tab;
 bool usft_args_all_retval;		/* --funcgraph-retval */
-static pid_t self_pid;
-static unsigned long page_size = 4096;
 
 static int cmp_ent(const void *a, const void *b)
 {
@@ -132,33 +129,27 @@ static uint64_t extend(uint64_t v, const struct argval *a)
 /* at most USFT_STR_MAX bytes of the string at @p into @out: flags and length */
 static uint64_t read_str(unsigned long p, uint64_t *out, unsigned int *words)
 {
-	char buf[USFT_STR_MAX];
-	unsigned long page = page_size;
-	unsigned long first = page - (p & (page - 1));
-	struct iovec local = { buf, sizeof(buf) };
-	struct iovec remote[2] = { { (void *)p, first < sizeof(buf) ? first : sizeof(buf) } };
-	unsigned long riov = 1;
-	ssize_t got;
-	size_t len;
+	char buf[USFT_STR_MAX + 1];
 	unsigned int flags = 0;
-	int saved = errno;
+	size_t len;
+	long got;
 
 	*words = 0;
 	if (!p)
 		return (uint64_t)USFT_STR_NULL << 32;
-	if (first < sizeof(buf)) {
-		remote[1].iov_base = (void *)(p + first);
-		remote[1].iov_len = sizeof(buf) - first;
-		riov = 2;
+	/* no system call, no fault (core/nofault.c); errno kept */
+	got = strncpy_from_user_nofault(buf, (const void *)p, sizeof(buf));
+	if (got == -EFAULT) {
+		len = strlen(buf);	/* what could be read before the bad page */
+		if (!len)
+			return (uint64_t)USFT_STR_BAD << 32;
+		flags |= USFT_STR_CUT;
+	} else if (got == (long)sizeof(buf)) {
+		len = USFT_STR_MAX;	/* no NUL in the first USFT_STR_MAX bytes */
+		flags |= USFT_STR_CUT;
+	} else {
+		len = got > 0 ? (size_t)got - 1 : 0;
 	}
-	/* stops at the first page that is not readable: a partial read */
-	got = process_vm_readv(self_pid, &local, 1, remote, riov, 0);
-	errno = saved;
-	if (got <= 0)
-		return (uint64_t)USFT_STR_BAD << 32;
-	len = strnlen(buf, (size_t)got);
-	if (len == (size_t)got)
-		flags |= USFT_STR_CUT;	/* no NUL in what could be read */
 	memset((char *)out, 0, (len + 7) & ~(size_t)7);
 	memcpy(out, buf, len);
 	*words = (unsigned int)((len + 7) / 8);
@@ -472,31 +463,25 @@ static int apply_specs(struct args_tab **t, size_t *cap, const char *list, const
 	return ret;
 }
 
-static void args_atfork_child(void)
-{
-	self_pid = getpid();
-}
-
 /*
  * usft_args_init() - the table for @o's -A/-R specs; before the tracer
  * registers.  Return: 0, -EINVAL (a message said which spec), -ENOMEM.
  */
 int usft_args_init(const struct usft_trace_opts *o)
 {
-	static bool atfork;
 	struct args_tab *t;
 	size_t cap = 0;
 	int ret;
 
 	usft_args_all_retval = o->funcgraph_retval;
-	self_pid = getpid();
-	if (sysconf(_SC_PAGESIZE) > 0)
-		page_size = (unsigned long)sysconf(_SC_PAGESIZE);
-	if (!atfork)
-		pthread_atfork(NULL, NULL, args_atfork_child);
-	atfork = true;
 	if ((!o->args_spec || !*o->args_spec) && (!o->retval_spec || !*o->retval_spec))
 		return 0;
+	{
+		/* the fault handler is claimed now, not in the first traced call */
+		char probe[2];
+
+		strncpy_from_user_nofault(probe, "", sizeof(probe));
+	}
 	t = calloc(1, sizeof(*t));
 	if (!t)
 		return -ENOMEM;

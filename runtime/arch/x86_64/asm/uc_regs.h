@@ -15,4 +15,10 @@ static inline unsigned long usft_uc_pc(const ucontext_t *uc)
 	return (unsigned long)uc->uc_mcontext.gregs[REG_RIP];
 }
 
+/* resume the interrupted context at @pc (an exception-table fixup) */
+static inline void usft_uc_set_pc(ucontext_t *uc, unsigned long pc)
+{
+	uc->uc_mcontext.gregs[REG_RIP] = (greg_t)pc;
+}
+
 #endif
