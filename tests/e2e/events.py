@@ -35,6 +35,11 @@ class Toy:
         check(line.startswith("toykernel: pid"), "toykernel did not start: %r" % line)
         self.pid = self.p.pid
 
+    def kill(self):
+        if self.p.poll() is None:
+            self.p.kill()
+            self.p.communicate(timeout=30)
+
     def stop(self):
         self.p.terminate()
         out, err = self.p.communicate(timeout=60)
@@ -47,6 +52,13 @@ def event_lines(m, name, d=""):
 
 def case_mount():
     t = Toy()
+    try:
+        mount_checks(t)
+    finally:
+        t.kill()  # a failed check leaves no toykernel behind
+
+
+def mount_checks(t):
     m = Mount(t.pid)
     try:
         avail = m.read("available_events").split()
