@@ -275,9 +275,8 @@ int usft_text_open(unsigned long addr, size_t len)
 			size_t cap = cap_open ? cap_open * 2 : 64;
 			struct open_page *n = realloc(open_pages, cap * sizeof(*n));
 
-			if (!n || open_group(first, group, group_prot))
-				return -EPERM;
-			group = 0;
+			if (!n)
+				return -EPERM;	/* the group's pages are recorded: closed as usual */
 			open_pages = n;
 			cap_open = cap;
 		}
