@@ -411,6 +411,8 @@ int usft_claim_signal(int sig, const struct sigaction *handler, struct sigaction
 int usft_claim_signal_mirrored(int sig, void (*fn)(int, siginfo_t *, void *),
 			       struct sigaction *chain);
 bool usft_run_handler(const struct sigaction *a, int sig, siginfo_t *si, void *uc);
+/* core/nofault.c: a handler returned; the thread's mask is @uc's again */
+void usft_fault_mask_restored(const void *uc);
 extern int usft_nr_tramp_irq;
 
 /* ---- the ftrace core (ftrace.c) ----------------------------------- */

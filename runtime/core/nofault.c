@@ -144,6 +144,16 @@ static void mask_track(int how, const sigset_t *set, const sigset_t *old)
 	usft_task.fault_mask = mask_state(&n);
 }
 
+/*
+ * A handler run through usft (usft_run_handler()) returned: the mask is
+ * the one the kernel restores from @uc, whatever the handler did to its own.
+ */
+void usft_fault_mask_restored(const void *uc)
+{
+	usft_task.fault_mask = uc ? mask_state(&((const ucontext_t *)uc)->uc_sigmask)
+				  : FAULT_MASK_UNKNOWN;
+}
+
 /* ask the kernel (once per thread, and after a change usft could not follow) */
 static int mask_query(void)
 {

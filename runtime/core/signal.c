@@ -141,6 +141,7 @@ bool usft_run_handler(const struct sigaction *a, int sig, siginfo_t *si, void *u
 		ran = false;
 	}
 	barrier();
+	usft_fault_mask_restored(uc);	/* the mask sigreturn puts back (core/nofault.c) */
 	usft_task.sig_depth--;
 	usft_task.tramp_irq &= ~bit;
 	if (tramp)

@@ -350,6 +350,35 @@ static notrace void usr1_copy(int sig)
 	in_handler_ret = strncpy_from_user_nofault(dst, (void *)16, sizeof(dst));
 }
 
+/* a handler that unblocks SIGSEGV: after it returns the mask blocks it again */
+static notrace void usr2_unblock(int sig)
+{
+	sigset_t s;
+
+	sigemptyset(&s);
+	sigaddset(&s, SIGSEGV);
+	pthread_sigmask(SIG_UNBLOCK, &s, NULL);
+}
+
+static notrace int handler_changes_mask(void)
+{
+	struct sigaction sa;
+	sigset_t s;
+	char dst[8];
+
+	strncpy_from_user_nofault(dst, "claim", sizeof(dst));	/* the handler claimed first */
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = usr2_unblock;
+	sigaction(SIGUSR2, &sa, NULL);
+	sigemptyset(&s);
+	sigaddset(&s, SIGSEGV);
+	pthread_sigmask(SIG_BLOCK, &s, NULL);
+	raise(SIGUSR2);
+	if (strncpy_from_user_nofault(dst, (void *)16, sizeof(dst)) != -EFAULT)
+		FAIL(2, "after a handler that unblocked SIGSEGV: not -EFAULT\n");
+	return 0;
+}
+
 static notrace int in_handler(void)
 {
 	struct sigaction sa;
@@ -426,6 +455,7 @@ Test(nofault, thread_blocking_sigsegv) { cr_expect_eq(tc_run_child(blocked_threa
 Test(nofault, thread_born_blocking) { cr_expect_eq(inherited_mask(), 0); }
 Test(nofault, siglongjmp_to_blocked_mask) { cr_expect_eq(tc_run_child(longjmp_mask), 0); }
 Test(nofault, in_a_handler) { cr_expect_eq(tc_run_child(in_handler), 0); }
+Test(nofault, handler_changes_its_mask) { cr_expect_eq(tc_run_child(handler_changes_mask), 0); }
 Test(nofault, program_handler_before) { cr_expect_eq(tc_run_child(own_fault_before), 0); }
 Test(nofault, program_handler_after) { cr_expect_eq(tc_run_child(own_fault_after), 0); }
 Test(nofault, stress) { cr_expect_eq(stress(), 0); }
