@@ -41,6 +41,8 @@ long usft_nofault_strncpy(char *dst, const char *src, long count);
 extern const char usft_nofault_load[], usft_nofault_fixup[];
 
 static struct sigaction prog_segv, prog_bus;	/* the program's handlers (the chain) */
+typedef int (*mask_fn)(int, const sigset_t *, sigset_t *);
+static mask_fn real_pthread_sigmask, real_sigprocmask;	/* libc's */
 static int nofault_ready;	/* 1: claimed; -1: claim failed, always the system call */
 
 /* ---- the fault handler ----------------------------------------------- */
@@ -104,6 +106,19 @@ static int nofault_claim(void)
 	while (__atomic_exchange_n(&lock, 1, __ATOMIC_ACQUIRE))
 		syscall(SYS_sched_yield);
 	r = __atomic_load_n(&nofault_ready, __ATOMIC_RELAXED);
+	if (!r && (!real_pthread_sigmask ||
+		   dlsym(RTLD_DEFAULT, "pthread_sigmask") == (void *)real_pthread_sigmask)) {
+		/*
+		 * The program's pthread_sigmask() is libc's, not one that
+		 * tells usft (libusft loaded late, as by dlopen(), or after
+		 * libc without the preload shim): the mask cannot be
+		 * followed, so every copy takes the system call.
+		 */
+		pr_debug("usft: pthread_sigmask() is not interposed here; strings are read "
+			 "with a system call\n");
+		r = -1;
+		__atomic_store_n(&nofault_ready, r, __ATOMIC_RELEASE);
+	}
 	if (!r) {
 		r = usft_claim_signal_mirrored(SIGSEGV, usft_fault, &prog_segv) ||
 		    usft_claim_signal_mirrored(SIGBUS, usft_fault, &prog_bus) ? -1 : 1;
@@ -166,7 +181,6 @@ static int mask_query(void)
 	return usft_task.fault_mask;
 }
 
-typedef int (*mask_fn)(int, const sigset_t *, sigset_t *);
 
 /* libc's @name (libusft loaded after libc, a preload's dependency: ask libc itself) */
 static void *next_fn(const char *name)
@@ -178,7 +192,6 @@ static void *next_fn(const char *name)
 	return fn;
 }
 
-static mask_fn real_pthread_sigmask, real_sigprocmask;
 
 __attribute__((constructor)) static void nofault_resolve(void)
 {
