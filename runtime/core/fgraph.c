@@ -715,6 +715,13 @@ USFT_API void *fgraph_reserve_data(int idx, int size_bytes)
 	return &t->data[at + 1];
 }
 
+USFT_API int usft_fgraph_depth(void)
+{
+	const struct fgraph_task *t = &fgraph_task;
+
+	return t->frames ? t->base + t->top : 0;
+}
+
 USFT_API void *fgraph_retrieve_parent_data(int idx, int *size_bytes, int depth)
 {
 	struct fgraph_task *t = &fgraph_task;

@@ -16,6 +16,7 @@
  * finds the data its init made.
  */
 #include <ctype.h>
+#include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -148,6 +149,26 @@ USFT_API bool tracer_tracing_is_on(struct trace_array *tr)
 	if (ops && ops->is_on)
 		return ops->is_on(tr);
 	return __atomic_load_n(&usft_top_tracing_on, __ATOMIC_RELAXED);
+}
+
+USFT_API int __trace_puts(unsigned long ip, const char *str, int size)
+{
+	const struct usft_trace_array_ops *ops = tr_ops(TR_OPS_HAS(puts));
+	int saved = errno;
+	size_t len;
+	bool done;
+
+	if (!ops || !ops->puts || !str || size <= 0)
+		return 0;
+	len = strnlen(str, (size_t)size);
+	/* one line: trace_printk()'s own newline ends it */
+	while (len && str[len - 1] == '\n')
+		len--;
+	if (len > USFT_TRACE_PUTS_MAX)
+		len = USFT_TRACE_PUTS_MAX;	/* the kernel's TRACE_BUF_SIZE cut */
+	done = ops->puts(NULL, ip, str, len);
+	errno = saved;
+	return done ? size : 0;
 }
 
 static void tracer_tracing_set(struct trace_array *tr, bool on)

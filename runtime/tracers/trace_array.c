@@ -116,14 +116,20 @@ static const struct ta_opt ta_opts[] = {
 #define NR_OPTS (sizeof(ta_opts) / sizeof(ta_opts[0]))
 enum {
 	OPT_PRINT_PARENT, OPT_SYM_OFFSET, OPT_SYM_ADDR, OPT_CONTEXT = 14, OPT_OVERWRITE = 18,
-	OPT_MARKERS = 21, OPT_PAUSE = 23, OPT_FUNC_STACK = 29, OPT_FG_OVERRUN, OPT_FG_CPU,
+	OPT_PRINTK = 9, OPT_MARKERS = 21, OPT_PAUSE = 23, OPT_FUNC_STACK = 29, OPT_FG_OVERRUN, OPT_FG_CPU,
 	OPT_FG_OVERHEAD, OPT_FG_PROC, OPT_FG_DURATION, OPT_FG_ABSTIME, OPT_FG_IRQS, OPT_FG_TAIL,
 	OPT_FG_RETVAL, OPT_FG_RETVAL_HEX,
 };
 #define OPT(tr, o) (((tr)->options >> (o)) & 1)
 
+/*
+ * The texts of trace_marker writes and __trace_puts() (any thread): slot
+ * nr % TA_MARKS holds text nr while its seq is 2 * nr + 2 (2 * nr + 1
+ * while it is written; a writer that finds its slot being written drops
+ * its text, as a full ring would).  The reader copies and checks seq again.
+ */
 struct ta_mark {
-	unsigned long nr;
+	unsigned long seq;
 	char text[TA_MARK_LEN];
 };
 
@@ -715,11 +721,20 @@ static void print_context(FILE *f, struct trace_array *tr, struct comm_cache *cc
 	fputs(": ", f);
 }
 
+static const char *mark_text(const struct trace_array *tr, const struct ta_ent *e, char *buf,
+			     size_t len);
+
+/* trace_marker's line, or trace_printk()'s (the kernel's bprint/print: "func: text") */
 static void print_mark(FILE *f, struct trace_array *tr, const struct ta_ent *e)
 {
-	const struct ta_mark *m = &tr->marks[e->a % TA_MARKS];
+	char buf[TA_MARK_LEN];
 
-	fprintf(f, "tracing_mark_write: %s\n", m->nr == e->a ? m->text : "<overwritten>");
+	if (e->b) {
+		print_sym(f, tr, e->b, false);
+		fprintf(f, ": %s\n", mark_text(tr, e, buf, sizeof(buf)));
+	} else {
+		fprintf(f, "tracing_mark_write: %s\n", mark_text(tr, e, buf, sizeof(buf)));
+	}
 }
 
 static void print_dur(FILE *f, struct trace_array *tr, unsigned long long ns, bool have)
@@ -769,17 +784,16 @@ static bool print_graph(FILE *f, struct trace_array *tr, struct comm_cache *cc,
 	if (OPT(tr, OPT_FG_PROC))
 		fprintf(f, "%8.8s-%-5u | ", comm_of(cc, e->tid), e->tid);
 	if (e->type == TA_MARK || e->type == TA_EVENT) {
-		char ev[1024];
+		char ev[1024], buf[TA_MARK_LEN];
 
 		/* kernel print_graph_comment(): an event or marker as a comment in the tree */
 		if (e->type == TA_EVENT && !usft_trace_event_format(tr, e->a, e->b, e->c, ev,
 								    sizeof(ev)))
 			snprintf(ev, sizeof(ev), "<event lost>");
 		print_dur(f, tr, 0, false);
-		fprintf(f, "%*s/* ", e->depth * 2, "");
-		fprintf(f, "%s */\n", e->type == TA_EVENT ? ev :
-			tr->marks[e->a % TA_MARKS].nr == e->a ?
-			tr->marks[e->a % TA_MARKS].text : "<overwritten>");
+		/* kernel print_graph_comment(): indented below the open call, none at the outermost */
+		fprintf(f, "%*s/* %s */\n", e->depth > 1 ? e->depth * 2 : 0, "",
+			e->type == TA_EVENT ? ev : mark_text(tr, e, buf, sizeof(buf)));
 		return false;
 	}
 	if (leaf) {
@@ -1499,35 +1513,80 @@ static void print_clock(FILE *f, struct trace_array *tr)
 	fputc('\n', f);
 }
 
-static int write_marker(struct trace_array *tr, const char *v, size_t len)
+/*
+ * A print entry: @v (not NUL-terminated, @len bytes) as text number
+ * marks_nr, @ip the caller of __trace_puts() (0: trace_marker), at the
+ * thread's function_graph depth (the comment's indent).  Any thread.
+ * Return: whether it is in the ring.
+ */
+static bool ta_print(struct trace_array *tr, unsigned long ip, const char *v, size_t len)
 {
+	unsigned long nr, old, p;
 	struct ta_mark *m;
-	unsigned int cpu = 0;
-	unsigned long p, nr;
 	struct ta_ent *e;
 
-	if (!tr->on || !OPT(tr, OPT_MARKERS))
-		return 0;	/* the kernel drops it too (and says the bytes were written) */
-	nr = ++tr->marks_nr;
+	nr = __atomic_add_fetch(&tr->marks_nr, 1, __ATOMIC_RELAXED);
 	m = &tr->marks[nr % TA_MARKS];
+	old = __atomic_load_n(&m->seq, __ATOMIC_RELAXED);
+	if ((old & 1) || !__atomic_compare_exchange_n(&m->seq, &old, 2 * nr + 1, false,
+						      __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+		return false;
 	if (len >= TA_MARK_LEN)
 		len = TA_MARK_LEN - 1;
 	memcpy(m->text, v, len);
 	while (len && m->text[len - 1] == '\n')
 		len--;
 	m->text[len] = 0;
-	m->nr = nr;
+	__atomic_store_n(&m->seq, 2 * nr + 2, __ATOMIC_RELEASE);
 	e = ta_reserve(tr, &p);
 	if (!e)
-		return 0;
+		return false;
 	e->ts = ta_now(tr->clock);
-	e->tid = 0;
-	e->cpu = (uint16_t)cpu;
+	e->tid = ip ? (uint32_t)usft_gettid() : 0;
+	e->cpu = ip ? (uint16_t)*usft_tbuf_cpu_ptr() : 0;
 	e->type = TA_MARK;
-	e->depth = 0;
+	{
+		int d = ip ? usft_fgraph_depth() : 0;
+
+		e->depth = (uint8_t)(d > 255 ? 255 : d);
+	}
 	e->a = nr;
+	e->b = ip;
 	ta_commit(e, p);
+	return true;
+}
+
+static int write_marker(struct trace_array *tr, const char *v, size_t len)
+{
+	if (!tr->on || !OPT(tr, OPT_MARKERS))
+		return 0;	/* the kernel drops it too (and says the bytes were written) */
+	ta_print(tr, 0, v, len);
 	return 0;
+}
+
+bool usft_trace_array_puts(struct trace_array *tr, unsigned long ip, const char *str, size_t len)
+{
+	if (!tr)
+		tr = &top;
+	/* the kernel's __trace_array_puts(): tracing_on, TRACE_ITER_PRINTK */
+	if (!__atomic_load_n(&tr->ready, __ATOMIC_ACQUIRE) ||
+	    !__atomic_load_n(&tr->on, __ATOMIC_RELAXED) || !OPT(tr, OPT_PRINTK))
+		return false;
+	return ta_print(tr, ip, str, len);
+}
+
+/* the text of print entry @e into @buf, or "<overwritten>" */
+static const char *mark_text(const struct trace_array *tr, const struct ta_ent *e, char *buf,
+			     size_t len)
+{
+	const struct ta_mark *m = &tr->marks[e->a % TA_MARKS];
+	unsigned long seq = __atomic_load_n(&m->seq, __ATOMIC_ACQUIRE);
+
+	if (seq != 2 * e->a + 2)
+		return "<overwritten>";
+	snprintf(buf, len, "%s", m->text);
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	return __atomic_load_n(&m->seq, __ATOMIC_RELAXED) == seq ? buf : "<overwritten>";
 }
 
 static void print_snapshot(FILE *f, struct trace_array *tr)

@@ -41,5 +41,9 @@ struct trace_array;
 bool usft_trace_array_is_on(struct trace_array *tr);
 void usft_trace_array_set_on(struct trace_array *tr, bool on);
 void usft_trace_array_dump_stack(struct trace_array *tr, unsigned long ip, int skip);
+/* __trace_puts() into @tr (NULL: the top level), any thread; Return: whether it took it */
+bool usft_trace_array_puts(struct trace_array *tr, unsigned long ip, const char *str, size_t len);
+/* trace_print.c: __trace_puts() into @tr (NULL: every top level: the recording's, the tracefs's) */
+bool usft_tracer_puts(struct trace_array *tr, unsigned long ip, const char *str, size_t len);
 
 #endif /* USFT_TRACE_ARRAY_H */

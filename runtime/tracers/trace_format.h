@@ -127,7 +127,16 @@ enum usft_ev_type {
 	 * return addresses above it.  An event of its own: 2 + count words.
 	 */
 	EV_STACK = 8,
+	/*
+	 * A line of text (__trace_puts(), trace_printk(): the kernel's
+	 * TRACE_PRINT): w0 and w1 as any event, with the text's length in
+	 * words (its NUL included, zero-padded to 8 bytes) in w1's depth
+	 * field; then the text.  At most EV_PRINT_MAX_WORDS words.
+	 */
+	EV_PRINT = 9,
 };
+
+#define EV_PRINT_MAX_WORDS	128	/* 1024 bytes: the kernel's TRACE_BUF_SIZE */
 
 static inline unsigned int usft_ev_words(unsigned int type)
 {
@@ -157,6 +166,11 @@ static inline unsigned int usft_ev_len(uint64_t w0, uint64_t w1)
 		return 2 + (unsigned int)(w0 & EV_DATA_WORDS_MASK);
 	if (type == EV_STACK)
 		return 2 + (unsigned int)((w1 >> EV_DEPTH_SHIFT) & EV_DEPTH_MAX);
+	if (type == EV_PRINT) {
+		unsigned int n = (unsigned int)(w1 >> EV_DEPTH_SHIFT) & EV_DEPTH_MAX;
+
+		return n && n <= EV_PRINT_MAX_WORDS ? 2 + n : 0;
+	}
 	return usft_ev_words(type);
 }
 

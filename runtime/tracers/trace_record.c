@@ -140,6 +140,7 @@ static const struct usft_trace_array_ops record_tr_ops = {
 	.is_on = record_tr_is_on,
 	.set_on = record_tr_set_on,
 	.dump_stack = record_tr_dump_stack,
+	.puts = usft_tracer_puts,
 };
 
 void usft_tr_ops_install(void)

@@ -156,6 +156,13 @@ USFT_API void *fgraph_retrieve_data(int idx, int *size_bytes);
  */
 USFT_API void *fgraph_retrieve_parent_data(int idx, int *size_bytes, int depth);
 
+/**
+ * usft_fgraph_depth() - how many traced calls of the calling thread are
+ * open now (on its function_graph return stack; 0: none), e.g. the indent
+ * of a comment written into a graph trace.  Any context; no lock.
+ */
+USFT_API int usft_fgraph_depth(void);
+
 struct task_struct;	/* only NULL (the calling thread) is supported */
 
 /**

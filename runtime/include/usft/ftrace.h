@@ -338,6 +338,23 @@ static inline __attribute__((__always_inline__)) unsigned long ftrace_jmp_get(un
 	return addr & ~1UL;
 }
 
+/*
+ * __trace_puts() - a line of text into the trace being kept (the kernel's
+ * __trace_puts(), behind trace_puts() and trace_printk()): a print event in
+ * the recording of `usft record` (or of a session of a program linked with
+ * -lusft) and a print entry in the top level of a `usft mount` tracefs
+ * (when its tracing_on and options/trace_printk are set).  @ip is shown as
+ * the function it is in (`func: text`; function_graph shows the text as a
+ * comment).  Text past @size or its first NUL is not read; trailing
+ * newlines are dropped, and more than USFT_TRACE_PUTS_MAX bytes are cut.  Any thread, any
+ * context (signal handlers too); errno is kept.
+ * Return: @size if a trace took the text, 0 if none did (nothing recorded,
+ * tracing_on off, no tracer loaded).  <usft/module.h>'s trace_printk()
+ * prints to stderr then.
+ */
+#define USFT_TRACE_PUTS_MAX	1023
+USFT_API int __trace_puts(unsigned long ip, const char *str, int size);
+
 USFT_END_DECLS
 
 #endif /* USFT_FTRACE_H */

@@ -183,12 +183,18 @@ USFT_API bool tracer_tracing_is_on(struct trace_array *tr);
  *	@tr's buffer (kernel __trace_stack()), leaving out @skip frames of
  *	the runtime's own; NULL: the stacktrace command records nothing
  *	(a counted one still uses up its count)
+ * @puts: __trace_puts() (<usft/ftrace.h>): @len bytes of text (no NUL, no
+ *	newline) into @tr (NULL: every top level the program keeps) as the
+ *	kernel's print entry from @ip; any thread, any context.  Return:
+ *	whether a buffer took it.  NULL (or an older @sz): no trace takes
+ *	text, __trace_puts() returns 0.
  */
 struct usft_trace_array_ops {
 	size_t sz;
 	bool (*is_on)(struct trace_array *tr);
 	void (*set_on)(struct trace_array *tr, bool on);
 	void (*dump_stack)(struct trace_array *tr, unsigned long ip, int skip);
+	bool (*puts)(struct trace_array *tr, unsigned long ip, const char *str, size_t len);
 };
 
 /**
