@@ -314,6 +314,15 @@ int usft_print_json(FILE *out, struct usft_trace *t, unsigned int flags)
 			json_str(out, buf);
 			break;
 		}
+		case EV_PRINT:
+			/* trace_printk(): an instant on the thread, the text its name */
+			ev_head(out, &first, "i", t, e->sess, e->tid, e->ts);
+			fputs(",\"s\":\"t\",\"cat\":\"print\",\"name\":", out);
+			json_str(out, usft_rev_text(e));
+			fputs(",\"args\":{\"ip\":", out);
+			json_name(out, t, e->sess, e->epoch, ip);
+			fputs("}}", out);
+			break;
 		case EV_LOST:
 			ev_head(out, &first, "i", t, e->sess, e->tid, e->ts);
 			fprintf(out, ",\"s\":\"t\",\"cat\":\"usft\",\"name\":\"lost events\","

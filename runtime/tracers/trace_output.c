@@ -162,6 +162,14 @@ static void print_function(FILE *out, struct usft_trace *t, unsigned int flags)
 			print_stack_part(out, t, it, e, false);
 			continue;
 		}
+		if (usft_rev_type(e) == EV_PRINT) {
+			/* the kernel's print entry: "func: text" */
+			fprintf(out, "%16s-%-7u [%03u] %5llu.%06llu: %s: %s\n",
+				usft_trace_comm(t, e->sess, (int)e->tid), e->tid, ev_cpu(e),
+				us / 1000000, us % 1000000,
+				sym_name(t, e, usft_rev_ip(e), b1, sizeof(b1)), usft_rev_text(e));
+			continue;
+		}
 		if (usft_rev_type(e) != EV_FUNC && usft_rev_type(e) != EV_STACK)
 			continue;
 		fprintf(out, "%16s-%-7u [%03u] %5llu.%06llu: ",
@@ -211,6 +219,7 @@ struct gthread {
 	uint32_t tid;
 	uint32_t sess;
 	unsigned int cap;
+	unsigned int open;	/* calls open now: a comment's indent */
 	uint64_t *ip, *ts;
 	struct gthread *next;
 };
@@ -305,7 +314,8 @@ static void print_graph(FILE *out, struct usft_trace *t, unsigned int flags)
 			print_stack_part(out, t, it, e, true);
 			continue;
 		}
-		if ((type < EV_GRAPH_ENT || type > EV_GRAPH_GONE) && type != EV_STACK)
+		if ((type < EV_GRAPH_ENT || type > EV_GRAPH_GONE) && type != EV_STACK &&
+		    type != EV_PRINT)
 			continue;
 		g = gthread_get(tab, nb, e->sess, e->tid);
 		if (!g)
@@ -326,6 +336,16 @@ static void print_graph(FILE *out, struct usft_trace *t, unsigned int flags)
 		if (type == EV_STACK) {
 			print_dur(out, 0, false);
 			print_stack_part(out, t, it, e, true);
+			continue;
+		}
+		if (type == EV_PRINT) {
+			/*
+			 * kernel print_graph_comment(): no duration, indented
+			 * below the open call (none at the outermost level)
+			 */
+			print_dur(out, 0, false);
+			fprintf(out, "%*s/* %s */\n",
+				g->open > 1 ? (int)g->open * GRAPH_INDENT : 0, "", usft_rev_text(e));
 			continue;
 		}
 		if (type == EV_GRAPH_ENT) {
@@ -350,16 +370,19 @@ static void print_graph(FILE *out, struct usft_trace *t, unsigned int flags)
 					fputs(" */", out);
 				fputc('\n', out);
 				usft_trace_iter_drop_same(it);
+				g->open = depth;
 				continue;
 			}
 			if (gthread_reserve(g, depth)) {
 				g->ip[depth] = ip;
 				g->ts[depth] = e->ts;
 			}
+			g->open = depth + 1;
 			print_dur(out, 0, false);
 			fprintf(out, "%*s%s(%s) {\n", depth * GRAPH_INDENT, "", name, args ? args : "");
 			continue;
 		}
+		g->open = depth;
 		/* a return: its entry may be gone (lost, or made before a fork) */
 		if (depth < g->cap && g->ip[depth] == ip) {
 			print_dur(out, e->ts - g->ts[depth], true);

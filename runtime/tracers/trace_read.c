@@ -409,6 +409,44 @@ static void add_values(struct usft_trace *t, uint32_t seq, unsigned int kind, co
 		t->nvals++;
 }
 
+/* an EV_PRINT's text from its @n words: a NUL-terminated copy, NULL if none */
+char *usft_print_text_dup(const uint64_t *w, size_t n)
+{
+	const char *c = (const char *)w;
+	size_t len = strnlen(c, n * 8);
+	char *text = malloc(len + 1);
+
+	if (text) {
+		memcpy(text, c, len);
+		text[len] = 0;
+	}
+	return text;
+}
+
+/* the text of print event @seq, kept with the values (freed with them); NULL none */
+static char *keep_text(struct usft_trace *t, uint32_t seq, const uint64_t *w, size_t n)
+{
+	struct usft_rvalue *v;
+
+	if (t->nvals == t->valcap) {
+		size_t nc = t->valcap ? t->valcap * 2 : 64;
+
+		v = realloc(t->vals, nc * sizeof(*v));
+		if (!v)
+			return NULL;
+		t->vals = v;
+		t->valcap = nc;
+	}
+	v = &t->vals[t->nvals];
+	v->seq = seq;
+	v->kind = USFT_RVAL_PRINT;
+	v->text = usft_print_text_dup(w, n);
+	if (!v->text)
+		return NULL;
+	t->nvals++;
+	return v->text;
+}
+
 const char *usft_trace_values(const struct usft_trace *t, const struct usft_revent *e,
 			      unsigned int kind)
 {
@@ -502,6 +540,10 @@ static void parse_events(struct usft_trace *t, int si, int tid, uint64_t lost,
 				e->aux = 0;
 				if (!push_stack_frames(t, &w[i + 2], n - 2))
 					return;
+			}
+			if (type == EV_PRINT) {
+				e->w1 &= ~((uint64_t)EV_DEPTH_MAX << EV_DEPTH_SHIFT);
+				e->aux = (uint64_t)(uintptr_t)keep_text(t, e->seq, &w[i + 2], n - 2);
 			}
 			if (type == EV_GRAPH_LEAF || type == EV_GRAPH_LEAF_GONE) {
 				/* a leaf is an entry and a return: the readers see both */

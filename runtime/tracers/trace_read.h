@@ -70,8 +70,8 @@ struct usft_rsession {
 
 struct usft_revent {
 	uint64_t ts;		/* absolute ns (CLOCK_MONOTONIC line) */
-	uint64_t w1;		/* ip | depth | type, as in the file */
-	uint64_t aux;		/* FUNC: parent ip; EV_LOST: count */
+	uint64_t w1;		/* ip | depth | type, as in the file (EV_PRINT: depth 0) */
+	uint64_t aux;		/* FUNC: parent ip; EV_LOST: count; EV_PRINT: its text (usft_rev_text()) */
 	uint32_t tid;
 	uint32_t seq;		/* file order */
 	uint32_t sess;		/* index in usft_trace.sess (a file may hold 10^5 processes) */
@@ -95,15 +95,22 @@ static inline uint64_t usft_rev_ip(const struct usft_revent *e)
 	return e->w1 & EV_IP_MASK;
 }
 
+/* an EV_PRINT's text (the reader's copy, NUL-terminated; "" if none) */
+static inline const char *usft_rev_text(const struct usft_revent *e)
+{
+	return e->aux ? (const char *)(uintptr_t)e->aux : "";
+}
+
 static inline unsigned int usft_rev_depth(const struct usft_revent *e)
 {
 	return (unsigned int)((e->w1 >> EV_DEPTH_SHIFT) & EV_DEPTH_MAX);
 }
 
 /* -A/-R values of one event (EV_DATA, trace_args.h), as text */
+#define USFT_RVAL_PRINT	0x100	/* kind of an EV_PRINT's text, kept here in a loaded trace */
 struct usft_rvalue {
 	uint32_t seq;		/* the event's */
-	uint32_t kind;		/* enum usft_data_kind */
+	uint32_t kind;		/* enum usft_data_kind, or USFT_RVAL_PRINT */
 	char *text;		/* "1, 0x7ffd1234, \"abc\"" */
 };
 
@@ -171,6 +178,9 @@ void usft_trace_iter_free(struct usft_trace_iter *it);
 void usft_trace_keep_threads(struct usft_trace *t,
 			     bool (*keep)(const struct usft_trace *t, uint32_t sess, uint32_t tid,
 					  void *arg), void *arg);
+
+/* an EV_PRINT's text from its @n payload words, malloc'd (NULL: no memory) */
+char *usft_print_text_dup(const uint64_t *w, size_t n);
 
 /* trace_stream.c, called by the reader: an EVENTS chunk at @off left in the file */
 int usft_rindex_add(struct usft_trace *t, int fd, unsigned int sess, uint32_t tid, uint64_t off,

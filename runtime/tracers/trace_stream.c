@@ -19,6 +19,7 @@
  * type, size within the file) before its words are used.
  */
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -182,6 +183,18 @@ struct usft_trace_iter {
 	int err;
 };
 
+/*
+ * An EV_PRINT's text is the iterator's: malloc'd when the event is decoded,
+ * held by the window, then by it->cur until the next call, then freed.
+ */
+static void ev_free_text(struct usft_revent *e)
+{
+	if ((unsigned int)(e->w1 >> EV_TYPE_SHIFT) == EV_PRINT && e->aux) {
+		free((void *)(uintptr_t)e->aux);
+		e->aux = 0;
+	}
+}
+
 static int ev_less(const struct usft_revent *x, const struct usft_revent *y)
 {
 	if (x->ts != y->ts)
@@ -318,7 +331,8 @@ static void stream_fill(struct usft_trace_iter *it, struct rstream *s)
 				s->pos += words;
 				continue;
 			}
-			if ((type == EV_DATA || type == EV_STACK) && words > s->nw - s->pos &&
+			if ((type == EV_DATA || type == EV_STACK ||
+		     type == EV_PRINT) && words > s->nw - s->pos &&
 			    words < s->wcap && s->at < s->end) {
 				/* longer than what is read: read on */
 				int r = refill_words(it, s);
@@ -358,6 +372,10 @@ static void stream_fill(struct usft_trace_iter *it, struct rstream *s)
 			s->stk_k = 0;
 			s->stk_n = words - 2;
 			continue;
+		}
+		if (type == EV_PRINT) {
+			e.w1 &= ~((uint64_t)EV_DEPTH_MAX << EV_DEPTH_SHIFT);
+			e.aux = (uint64_t)(uintptr_t)usft_print_text_dup(w + 2, words - 2);
 		}
 		s->pos += words;
 		if (type == EV_GRAPH_LEAF || type == EV_GRAPH_LEAF_GONE) {
@@ -519,6 +537,7 @@ const struct usft_revent *usft_trace_iter_next(struct usft_trace_iter *it)
 			heap_push(it, (uint32_t)it->last);
 		it->last = -1;
 	}
+	ev_free_text(&it->cur);
 	if (!it->nheap)
 		return NULL;
 	it->last = heap_pop(it);
@@ -561,6 +580,7 @@ void usft_trace_iter_drop_same(struct usft_trace_iter *it)
 	}
 	s = &it->st[it->last];
 	if (s->n) {
+		ev_free_text(&s->win[s->head]);
 		s->head++;
 		s->n--;
 	}
@@ -575,8 +595,15 @@ void usft_trace_iter_free(struct usft_trace_iter *it)
 {
 	if (!it)
 		return;
-	for (size_t k = 0; k < it->nst; k++)
-		free(it->st[k].w);
+	for (size_t k = 0; k < it->nst; k++) {
+		struct rstream *s = &it->st[k];
+
+		for (unsigned int i = 0; i < s->n; i++)
+			ev_free_text(&s->win[s->head + i]);
+		free(s->w);
+	}
+	if (it->st)
+		ev_free_text(&it->cur);
 	free(it->st);
 	free(it->heap);
 	free(it->next);
@@ -620,8 +647,10 @@ void usft_rindex_count(struct usft_trace *t)
 			stream_fill(&one, &s);
 			if (!s.n)
 				break;
-			for (unsigned int i = 0; i < s.n; i++)
+			for (unsigned int i = 0; i < s.n; i++) {
 				ss->events += usft_rev_type(&s.win[s.head + i]) != EV_LOST;
+				ev_free_text(&s.win[s.head + i]);
+			}
 			s.head = s.n = 0;
 		}
 		free(s.w);

@@ -27,6 +27,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -74,7 +75,7 @@ void tracecmd_output_close(struct tracecmd_output *handle);
 #define TC_DIR_MAX	1024		/* the temporary directory's path */
 #define TC_ADDR_BASE	0xffffffff81000000ULL
 
-enum { ID_FUNCTION = 1, ID_GRAPH_RET = 10, ID_GRAPH_ENT = 11 };
+enum { ID_FUNCTION = 1, ID_PRINT = 5, ID_GRAPH_RET = 10, ID_GRAPH_ENT = 11 };
 
 static const char header_page[] =
 	"\tfield: u64 timestamp;\toffset:0;\tsize:8;\tsigned:0;\n"
@@ -114,6 +115,11 @@ static const struct { const char *name, *format; } events[] = {
 	  "\tfield:unsigned long long rettime;\toffset:32;\tsize:8;\tsigned:0;\n\n"
 	  "print fmt: \"<-- %ps (%d) (start: %llx  end: %llx) over: %d\", (void *)REC->func, "
 	  "REC->depth, REC->calltime, REC->rettime, REC->depth\n" },
+	{ "print",
+	  "name: print\nID: 5\nformat:\n" COMMON_FIELDS
+	  "\tfield:unsigned long ip;\toffset:8;\tsize:8;\tsigned:0;\n"
+	  "\tfield:char buf[];\toffset:16;\tsize:0;\tsigned:1;\n\n"
+	  "print fmt: \"%ps: %s\", (void *)REC->ip, REC->buf\n" },
 	{ "funcgraph_entry",
 	  "name: funcgraph_entry\nID: 11\nformat:\n" COMMON_FIELDS
 	  "\tfield:unsigned long func;\toffset:8;\tsize:8;\tsigned:0;\n"
@@ -239,11 +245,16 @@ static int flush_page(struct tc_cpu *c)
 	return 0;
 }
 
-/* one event of @len bytes (a multiple of 4, at most 112) at time @ts */
+/*
+ * one event of @len bytes (a multiple of 4, at most 112; longer ones, up to
+ * a page, in the kernel's long form: type_len 0, the length in array[0])
+ * at time @ts
+ */
 static int put_event(struct tc_cpu *c, uint64_t ts, const void *data, size_t len)
 {
 	uint64_t delta;
-	size_t need = 4 + len + 8;	/* room for a TIME_EXTEND too */
+	bool big = len > 112;
+	size_t need = 4 + (big ? 4 : 0) + len + 8;	/* room for a TIME_EXTEND too */
 	uint32_t hdr;
 	int r;
 
@@ -263,10 +274,18 @@ static int put_event(struct tc_cpu *c, uint64_t ts, const void *data, size_t len
 		c->len += 8;
 		delta = 0;
 	}
-	hdr = (uint32_t)(len / 4) | (uint32_t)(delta << 5);
+	hdr = (uint32_t)(big ? 0 : len / 4) | (uint32_t)(delta << 5);
 	memcpy(c->page + TC_PAGE_HDR + c->len, &hdr, 4);
-	memcpy(c->page + TC_PAGE_HDR + c->len + 4, data, len);
-	c->len += 4 + len;
+	c->len += 4;
+	if (big) {
+		/* kernel rb_update_event(): array[0] counts itself */
+		uint32_t alen = (uint32_t)len + 4;
+
+		memcpy(c->page + TC_PAGE_HDR + c->len, &alen, 4);
+		c->len += 4;
+	}
+	memcpy(c->page + TC_PAGE_HDR + c->len, data, len);
+	c->len += len;
 	c->last = ts;
 	c->used = true;
 	return 0;
@@ -415,7 +434,7 @@ static int write_pages(const char *dir, struct usft_trace *t, struct tc_names *n
 		uint64_t func = 0;
 		struct tc_thread *th;
 
-		if (type != EV_FUNC && (type < EV_GRAPH_ENT || type > EV_GRAPH_GONE))
+		if (type != EV_FUNC && type != EV_PRINT && (type < EV_GRAPH_ENT || type > EV_GRAPH_GONE))
 			continue;
 		th = tc_thread(threads, e->sess, e->tid);	/* for saved_cmdlines too */
 		if (!th) {
@@ -429,6 +448,22 @@ static int write_pages(const char *dir, struct usft_trace *t, struct tc_names *n
 			ev.ip = ev_addr(names, t, e, usft_rev_ip(e));
 			ev.parent = ev_addr(names, t, e, e->aux);
 			ret = put_event(c, e->ts, &ev, sizeof(ev));
+			continue;
+		}
+		if (type == EV_PRINT) {
+			struct { struct tc_ent c; uint64_t ip; char buf[EV_PRINT_MAX_WORDS * 8 + 8]; } ev;
+			const char *text = usft_rev_text(e);
+			size_t tl = strnlen(text, EV_PRINT_MAX_WORDS * 8 - 1);
+
+			tc_common(&ev.c, ID_PRINT, e->tid);
+			ev.ip = ev_addr(names, t, e, usft_rev_ip(e));
+			/* the kernel's trace_printk() text ends in its newline */
+			memcpy(ev.buf, text, tl);
+			ev.buf[tl++] = '\n';
+			ev.buf[tl++] = 0;
+			while (tl % 4)
+				ev.buf[tl++] = 0;
+			ret = put_event(c, e->ts, &ev, offsetof(__typeof__(ev), buf) + tl);
 			continue;
 		}
 		func = ev_addr(names, t, e, usft_rev_ip(e));
