@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <usft/ftrace.h>
 #include <usft/module.h>
 #include <usft/usft.h>
 
@@ -449,22 +450,38 @@ int printk(const char *fmt, ...)
 	return n;
 }
 
+/* no trace took the line: stderr, as "comm-pid: text" */
+static void trace_print_stderr(const char *buf)
+{
+	size_t len = strlen(buf);
+
+	pthread_mutex_lock(&print_lock);
+	fprintf(stderr, "%s-%d: %s", current->comm, current->pid, buf);
+	if (!len || buf[len - 1] != '\n')
+		fputc('\n', stderr);
+	pthread_mutex_unlock(&print_lock);
+}
+
 int __trace_printk(unsigned long ip, const char *fmt, ...)
 {
 	char buf[1024];
 	va_list ap;
 	int n;
 
-	(void)ip;
 	va_start(ap, fmt);
 	n = kvsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
-	/* no trace_marker path in the runtime yet: the line goes to stderr */
-	pthread_mutex_lock(&print_lock);
-	fprintf(stderr, "%s-%d: %s", current->comm, current->pid, buf);
-	if (n && buf[strlen(buf) - 1] != '\n')
-		fputc('\n', stderr);
-	pthread_mutex_unlock(&print_lock);
+	if (!__trace_puts(ip, buf, (int)strlen(buf) + 1))
+		trace_print_stderr(buf);
+	return n;
+}
+
+int usft_trace_puts(unsigned long ip, const char *str)
+{
+	int n = (int)strlen(str);
+
+	if (!__trace_puts(ip, str, n + 1))
+		trace_print_stderr(str);
 	return n;
 }
 

@@ -179,14 +179,27 @@ int vprintk(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
 /* pr_debug prints only with USFT_PRINTK_DEBUG=1 (dynamic debug "+p") */
 #define pr_debug(fmt, ...)	printk(KERN_DEBUG pr_fmt(fmt), ##__VA_ARGS__)
 
+/* the address of this point of the code (the kernel's include/linux/instruction_pointer.h) */
+#ifndef _THIS_IP_
+#define _THIS_IP_	({ __label__ __here; __here: (unsigned long)&&__here; })
+#endif
+#ifndef _RET_IP_
+#define _RET_IP_	((unsigned long)__builtin_return_address(0))
+#endif
+
 /*
- * trace_printk() - a line into the trace being recorded (a print event,
- * as the kernel's trace_printk() writes into the ring buffer), or to stderr
- * when nothing is recorded.  Not for hot paths: it formats.
+ * trace_printk() - a line into the trace being kept: a print event in the
+ * recording of `usft record` (shown as `func: text`, or as a comment under
+ * function_graph) and in the top level of a `usft mount` tracefs, as the
+ * kernel's trace_printk() writes into the ring buffer (__trace_puts() of
+ * <usft/ftrace.h>).  When no trace takes it, the line goes to stderr as
+ * `comm-pid: text`.  Formats with the kernel's vsnprintf (%pS...); not for
+ * hot paths.  trace_puts() is the same without formatting.
  */
 int __trace_printk(unsigned long ip, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-#define trace_printk(fmt, ...) \
-	__trace_printk((unsigned long)__builtin_return_address(0), fmt, ##__VA_ARGS__)
+#define trace_printk(fmt, ...)	__trace_printk(_THIS_IP_, fmt, ##__VA_ARGS__)
+int usft_trace_puts(unsigned long ip, const char *str);
+#define trace_puts(str)		usft_trace_puts(_THIS_IP_, str)
 
 /* WARN*: print the condition and a backtrace, go on (panic_on_warn unset). */
 bool usft_warn(bool cond, bool once_flag, int *once, const char *expr, const char *file, int line);
