@@ -13,7 +13,6 @@ printk.py CASE --usft PATH --tracees DIR --work DIR
            comment, and not with options/trace_printk off
 Never asserts a time.
 """
-import argparse
 import os
 import re
 import shutil
@@ -22,40 +21,25 @@ import subprocess
 import sys
 import time
 
-ARGS = None
+import harness
+from harness import ARGS, Fail, check, mounted, tracee
+
 LONG = "".join(chr(ord("a") + i % 26) for i in range(300)) + "<end>"
 
 
-class Fail(Exception):
-    pass
-
-
-def check(cond, msg):
-    if not cond:
-        raise Fail(msg)
-
-
-def env():
-    return {k: v for k, v in os.environ.items() if not k.startswith("USFT_") and k != "LD_PRELOAD"}
-
-
-def run(cmd, **kw):
-    p = subprocess.run(cmd, env=env(), cwd=ARGS.work, capture_output=True, timeout=120, **kw)
-    check(p.returncode == 0, "%s failed (%d): %s" % (" ".join(cmd), p.returncode,
-                                                     p.stderr.decode()[-500:]))
-    return p.stdout.decode()
-
-
-def tracee():
-    return os.path.join(ARGS.tracees, "tracee-printk")
+def run(cmd):
+    """@cmd in the work directory; Return: its stdout (failing the case on a non-zero exit)"""
+    rc, out, err = harness.run(cmd, timeout=120)
+    check(rc == 0, "%s failed (%d): %s" % (" ".join(cmd), rc, err[-500:]))
+    return out
 
 
 def case_record():
-    out = run([tracee()])
+    out = run([tracee("printk")])
     check(out.strip() == "ret 0 0 0 0", "alone, a trace took the text: %r" % out)
 
     dat = os.path.join(ARGS.work, "graph.dat")
-    run([ARGS.usft, "record", "-p", "function_graph", "-o", dat, tracee()])
+    run([ARGS.usft, "record", "-p", "function_graph", "-o", dat, tracee("printk")])
     text = run([ARGS.usft, "report", "-i", dat])
     lines = [l.split("|", 2)[-1] for l in text.splitlines() if "|" in l and not l.startswith("#")]
     body = [l[2:] for l in lines]  # after the duration column's "|  "
@@ -67,7 +51,7 @@ def case_record():
     check(got == want, "function_graph report:\n%s\nwanted:\n%s" % ("\n".join(got), "\n".join(want)))
 
     dat = os.path.join(ARGS.work, "func.dat")
-    run([ARGS.usft, "record", "-p", "function", "-o", dat, tracee()])
+    run([ARGS.usft, "record", "-p", "function", "-o", dat, tracee("printk")])
     text = run([ARGS.usft, "report", "-i", dat])
     prints = re.findall(r"\d+\.\d+: (\w+): (.*)$", text, re.M)
     prints = [p for p in prints if not p[1].startswith("<-") and " <-" not in p[1]]
@@ -87,12 +71,7 @@ def case_record():
         check(re.search(r"print: +printk_long: " + LONG, rep), "trace-cmd, long text: " + rep[-800:])
 
 
-def mounted(d):
-    with open("/proc/mounts") as f:
-        return any(len(l.split()) > 1 and l.split()[1] == d for l in f)
-
-
-def wait_for(path, pred, what):
+def wait_text(path, pred, what):
     for _ in range(200):
         with open(path) as f:
             t = f.read()
@@ -103,10 +82,8 @@ def wait_for(path, pred, what):
 
 
 def case_tracefs():
-    if os.geteuid() != 0 or not os.path.exists("/dev/fuse"):
-        print("SKIP: needs root and /dev/fuse")
-        sys.exit(77)
-    p = subprocess.Popen([tracee(), "serve"], env=env(), cwd=ARGS.work, stdout=subprocess.PIPE)
+    p = subprocess.Popen([tracee("printk"), "serve"], env=harness.env(), cwd=ARGS.work,
+                         stdout=subprocess.PIPE)
     d = os.path.join(ARGS.work, "m")
     try:
         check(p.stdout.readline().decode().startswith("ready"), "tracee did not start")
@@ -119,13 +96,13 @@ def case_tracefs():
 
         trace = os.path.join(d, "trace")
         # nop tracer: the kernel's print line, "func: text"
-        t = wait_for(trace, lambda t: "printk_inner: hello from inner" in t, "a print line")
+        t = wait_text(trace, lambda t: "printk_inner: hello from inner" in t, "a print line")
         check(re.search(r"tracee-printk-\d+ +\[\d+\] \S+ +\d+\.\d+: printk_inner: hello from inner",
                         t), "print line format:\n" + t[-800:])
         check("printk_long: " + LONG in t, "long text in trace")
         put("current_tracer", "function_graph")
         put("trace", "")
-        t = wait_for(trace, lambda t: "/* hello from inner */" in t and "printk_inner() {" in t,
+        t = wait_text(trace, lambda t: "/* hello from inner */" in t and "printk_inner() {" in t,
                      "a graph comment")
         ent = [l for l in t.splitlines() if "printk_inner() {" in l][0]
         com = [l for l in t.splitlines() if "/* hello from inner */" in l][0]
@@ -139,7 +116,7 @@ def case_tracefs():
             t = f.read()
         check("hello from inner" not in t, "options/trace_printk 0 still records:\n" + t[-500:])
         put("options/trace_printk", "1")
-        wait_for(trace, lambda t: "hello from inner" in t, "print lines again")
+        wait_text(trace, lambda t: "hello from inner" in t, "print lines again")
     finally:
         if mounted(d):
             subprocess.run(["fusermount3", "-u", d])
@@ -151,23 +128,13 @@ def case_tracefs():
     check(p.returncode == 0, "tracee-printk exit %s" % p.returncode)
 
 
-def main():
-    global ARGS
-    ap = argparse.ArgumentParser()
-    ap.add_argument("case")
-    ap.add_argument("--usft", required=True)
-    ap.add_argument("--tracees", required=True)
-    ap.add_argument("--work", required=True)
-    ARGS = ap.parse_args()
-    os.makedirs(ARGS.work, exist_ok=True)
-    try:
-        {"record": case_record, "tracefs": case_tracefs}[ARGS.case]()
-    except Fail as e:
-        print("FAIL %s: %s" % (ARGS.case, e))
-        return 1
-    print("PASS %s" % ARGS.case)
-    return 0
+def no_fuse():
+    if ARGS.case == "tracefs" and (os.geteuid() != 0 or not os.path.exists("/dev/fuse")):
+        return "needs root and /dev/fuse"
+    return None
 
+
+CASES = {"record": case_record, "tracefs": case_tracefs}
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(harness.main(CASES, "printk_", skip=no_fuse, ok="PASS"))
