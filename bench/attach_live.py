@@ -14,6 +14,11 @@ with the familiar yardsticks, in one run, rounds interleaved:
   record_start_first_event_ms  `usft record -p function PROG` started -> the
                          first traced call (the program started under usft)
   gdb_attach_ms          `gdb -p PID -batch` (attach, read symbols, detach)
+  idle_call_ns_*         A/B/A: what one call of the target costs (the fastest
+                         pass over all N, in ns per call, and the mean pass)
+                         before the attach, attached with no tracer enabled
+                         (`usft attach`), and after `usft detach`, measured by
+                         the target itself over the same time each
 
   bench/attach_live.py [BUILD_DIR [N [ROUNDS]]]
 
@@ -63,18 +68,55 @@ def build_target(d):
         f.write('};\n')
     main = os.path.join(d, 'main.c')
     with open(main, 'w') as f:
-        f.write('''#include <signal.h>
+        f.write('''#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
+#include <time.h>
 #include <string.h>
 #include <unistd.h>
 extern long call_all(long x);
 static volatile sig_atomic_t stop;
 static void on_term(int s) { (void)s; stop = 1; }
+/* --ab: call_all() in a loop, timed; a line on stdin gets the figures since the last one */
+static int ab(void)
+{
+	unsigned long long n = 0, sum = 0, min = ~0ULL;
+	struct pollfd p = { 0, POLLIN, 0 };
+	long s = 0;
+
+	printf("ready\\n");
+	fflush(stdout);
+	while (!stop) {
+		struct timespec a, b;
+		unsigned long long d;
+		char line[64];
+
+		clock_gettime(CLOCK_MONOTONIC, &a);
+		s += call_all(s);
+		clock_gettime(CLOCK_MONOTONIC, &b);
+		d = (b.tv_sec - a.tv_sec) * 1000000000ULL + b.tv_nsec - a.tv_nsec;
+		n++;
+		sum += d;
+		min = d < min ? d : min;
+		if (poll(&p, 1, 0) > 0) {
+			if (!fgets(line, sizeof(line), stdin))
+				break;
+			printf("%llu %llu %llu\\n", n, min, n ? sum / n : 0);
+			fflush(stdout);
+			n = sum = 0;
+			min = ~0ULL;
+		}
+	}
+	return s == 42;
+}
+
 int main(int argc, char **argv)
 {
 	long s = 0;
 	int once = argc > 1 && !strcmp(argv[1], "--once");
 	signal(SIGTERM, on_term);
+	if (argc > 1 && !strcmp(argv[1], "--ab"))
+		return ab();
 	if (!once) { printf("ready\\n"); fflush(stdout); }
 	do {
 		s += call_all(s);
@@ -114,6 +156,35 @@ def stop_target(p):
     p.wait(timeout=30)
 
 
+def idle_ab(exe, window, res):
+    """the target's own per-call cost before, while attached with no
+    tracer, and after the detach: the same window each, in one process"""
+    p = subprocess.Popen([exe, '--ab'], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        if p.stdout.readline().strip() != 'ready':
+            raise SystemExit('attach_live: the target did not start')
+
+        def sample():
+            p.stdin.write('\n')
+            p.stdin.flush()
+            n, mn, mean = (int(x) for x in p.stdout.readline().split())
+            return mn / N, mean / N
+
+        time.sleep(window / 4)
+        sample()
+        for phase, cmd in (('before', None), ('attached', 'attach'), ('after', 'detach')):
+            if cmd:
+                timed([USFT, cmd, str(p.pid)])
+                sample()	# the window starts after the command
+            time.sleep(window)
+            mn, mean = sample()
+            res['idle_call_ns_min_' + phase].append(mn)
+            res['idle_call_ns_mean_' + phase].append(mean)
+    finally:
+        p.send_signal(signal.SIGTERM)
+        p.wait(timeout=30)
+
+
 def timed(cmd, **kw):
     t = time.monotonic()
     r = subprocess.run(cmd, capture_output=True, text=True, **kw)
@@ -129,7 +200,10 @@ def main():
     print(cpu_line())
     d = tempfile.mkdtemp(prefix='usft-attach-live-')
     res = {k: [] for k in ('attach_first_event_ms', 'record_P_total_ms', 'attach_ms',
-                           'detach_ms', 'record_start_first_event_ms', 'gdb_attach_ms')}
+                           'detach_ms', 'record_start_first_event_ms', 'gdb_attach_ms',
+                           'idle_call_ns_min_before', 'idle_call_ns_min_attached',
+                           'idle_call_ns_min_after', 'idle_call_ns_mean_before',
+                           'idle_call_ns_mean_attached', 'idle_call_ns_mean_after')}
     try:
         exe = build_target(d)
         trace = os.path.join(d, 'trace.dat')
@@ -160,9 +234,12 @@ def main():
             fe = first_event(trace)
             if fe is not None:
                 res['record_start_first_event_ms'].append((fe - t0) * 1e3)
+            # 5. no tracer enabled: what the target's calls cost, A/B/A
+            idle_ab(exe, 0.5, res)
     finally:
         shutil.rmtree(d, ignore_errors=True)
-    print('# %d functions, %d rounds, function tracer on all (median min..max)' % (N, ROUNDS))
+    print('# %d functions, %d rounds, function tracer on all (median min..max); '
+          'idle_call_ns_*: ns per call, no tracer' % (N, ROUNDS))
     for k, v in res.items():
         if v:
             print('%-30s %9.2f  %.2f..%.2f' % (k, statistics.median(v), min(v), max(v)))

@@ -36,6 +36,7 @@
 #include <unistd.h>
 #include "core/arch.h"
 #include "core/internal.h"
+#include "core/text.h"
 
 __thread struct usft_task usft_task __attribute__((tls_model("initial-exec")));
 
@@ -62,7 +63,7 @@ static struct usft_task *tasks_incoming;
 static struct usft_task tasks_list = { .reg_next = &tasks_list, .reg_prev = &tasks_list };
 static pthread_mutex_t usft_tasks_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_key_t usft_task_key;
-static int usft_membarrier_ok;
+static int usft_membarrier_cmd;	/* the barrier command registered, 0: none */
 
 unsigned long usft_task_tpoff(void)
 {
@@ -157,15 +158,25 @@ void usft_tasks_init(void)
 {
 	pthread_key_create(&usft_task_key, usft_task_exit);
 	pthread_atfork(NULL, NULL, usft_tasks_atfork_child);
-	if (syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0)
-		usft_membarrier_ok = 1;
+	/*
+	 * One registration, not two: in a process with more than one thread
+	 * each costs a synchronize_rcu() in the kernel
+	 * (sync_runqueues_membarrier_state(), kernel/sched/membarrier.c), tens
+	 * of milliseconds of an attach on a loaded machine.  The SYNC_CORE
+	 * barrier the text code registers is a superset of PRIVATE_EXPEDITED's.
+	 */
+	usft_sync_init();
+	if (usft_sync_core_registered())
+		usft_membarrier_cmd = MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE;
+	else if (syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0)
+		usft_membarrier_cmd = MEMBARRIER_CMD_PRIVATE_EXPEDITED;
 	usft_task_register();
 }
 
 static void tasks_membarrier(void)
 {
-	if (usft_membarrier_ok)
-		syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
+	if (usft_membarrier_cmd)
+		syscall(SYS_membarrier, usft_membarrier_cmd, 0, 0);
 	else
 		smp_mb();
 }

@@ -381,10 +381,17 @@ int usft_text_close_all(void)
 
 static int sync_core_ok;
 
+/* once (the tasks code registers first, ftrace_dyn_arch_init() asks again) */
 void usft_sync_init(void)
 {
-	if (syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE, 0, 0) == 0)
+	if (!sync_core_ok &&
+	    syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE, 0, 0) == 0)
 		sync_core_ok = 1;
+}
+
+bool usft_sync_core_registered(void)
+{
+	return sync_core_ok;
 }
 
 static void sync_nop(ucontext_t *uc, void *arg)

@@ -48,6 +48,7 @@ int usft_page_prot(unsigned long page);
 /* Every other thread passes a core-serialising point (membarrier SYNC_CORE). */
 void usft_sync_core(void);
 void usft_sync_init(void);
+bool usft_sync_core_registered(void);	/* membarrier SYNC_CORE registered */
 
 /*
  * usft_threads_rendezvous() - run @fn in a signal handler on every other
