@@ -54,6 +54,21 @@ static dlopen_fn real_dlopen_fn;
 /* the exported dlopen() itself, not what the GOT of this shim resolves it to */
 extern void *shim_dlopen(const char *file, int mode)
 	__attribute__((alias("dlopen"), visibility("hidden"), nothrow));
+/* the same for the exec family (routed in an attached process, below), with libc's attributes */
+#define SHIM_ALIAS(name) __attribute__((alias(#name), visibility("hidden"))) __THROW
+extern int shim_execve(const char *path, char *const argv[], char *const envp[])
+	SHIM_ALIAS(execve) __nonnull((1, 2));
+extern int shim_execv(const char *path, char *const argv[]) SHIM_ALIAS(execv) __nonnull((1, 2));
+extern int shim_execvp(const char *file, char *const argv[]) SHIM_ALIAS(execvp) __nonnull((1, 2));
+extern int shim_execvpe(const char *file, char *const argv[], char *const envp[])
+	SHIM_ALIAS(execvpe) __nonnull((1, 2));
+extern int shim_fexecve(int fd, char *const argv[], char *const envp[])
+	SHIM_ALIAS(fexecve) __nonnull((2));
+extern int shim_execveat(int dirfd, const char *path, char *const argv[], char *const envp[],
+			 int flags) SHIM_ALIAS(execveat) __nonnull((2, 3));
+extern int shim_execl(const char *path, const char *arg, ...) SHIM_ALIAS(execl) __nonnull((1, 2));
+extern int shim_execlp(const char *file, const char *arg, ...) SHIM_ALIAS(execlp) __nonnull((1, 2));
+extern int shim_execle(const char *path, const char *arg, ...) SHIM_ALIAS(execle) __nonnull((1, 2));
 
 static void *next_sym(const char *name)
 {
@@ -302,7 +317,9 @@ EXPORT int dlclose(void *handle)
  * program's calls to dlclose() and dlopen() bind to libc's: the runtime
  * would never hear of an unload (a batch could then write into text that
  * is gone or now belongs to another object) nor trace a loaded object's
- * functions at once.  So each loaded object's GOT entry for them (an
+ * functions at once; nor would an exec* wait for a rendezvous to end
+ * (its signal, pending across the exec, kills the new image).  So each
+ * loaded object's GOT entry for them (an
  * aligned pointer slot, outside its code, that a dynamic relocation of the
  * symbol fills: JUMP_SLOT, GLOB_DAT, or a plain pointer) that holds the
  * definition the loader found, or still its own lazy PLT stub, gets the
@@ -316,6 +333,16 @@ static const struct {
 } bind_syms[] = {
 	{ "dlclose", (void *)shim_dlclose },
 	{ "dlopen", (void *)shim_dlopen },
+	/* no rendezvous across an exec (usft_exec_begin()) */
+	{ "execve", (void *)shim_execve },
+	{ "execv", (void *)shim_execv },
+	{ "execvp", (void *)shim_execvp },
+	{ "execvpe", (void *)shim_execvpe },
+	{ "fexecve", (void *)shim_fexecve },
+	{ "execveat", (void *)shim_execveat },
+	{ "execl", (void *)shim_execl },
+	{ "execlp", (void *)shim_execlp },
+	{ "execle", (void *)shim_execle },
 };
 #define NR_BIND (sizeof(bind_syms) / sizeof(bind_syms[0]))
 
@@ -421,9 +448,9 @@ static int bind_cb(struct dl_phdr_info *info, size_t size, void *data)
 }
 
 /*
- * preload_bind_dl() - route the program's dlopen() and dlclose() calls
- * through the shim (an attached process; a no-op where the shim or libusft
- * interposes already).  Return: the number of GOT entries changed.
+ * preload_bind_dl() - route the program's dlopen(), dlclose() and exec*
+ * calls through the shim (an attached process; a no-op where the shim or
+ * libusft interposes already).  Return: the number of GOT entries changed.
  */
 unsigned long preload_bind_dl(void)
 {
@@ -751,7 +778,7 @@ static int exec_env(const char *name, struct exec_call *c, char *const envp[])
 {
 	struct env_map m;
 	char *const *env;
-	int ret, saved;
+	int ret, saved, tok;
 
 	if (!c->real) {
 		errno = ENOSYS;
@@ -759,6 +786,7 @@ static int exec_env(const char *name, struct exec_call *c, char *const envp[])
 	}
 	before_exec();
 	env = carry_env(envp, &m);
+	tok = usft_exec_begin();
 	if (!strcmp(name, "fexecve"))
 		ret = ((fexecve_fn)c->real)(c->fd, c->argv, env);
 	else if (!strcmp(name, "execveat"))
@@ -766,6 +794,7 @@ static int exec_env(const char *name, struct exec_call *c, char *const envp[])
 	else
 		ret = ((execve_fn)c->real)(c->path, c->argv, env);
 	saved = errno;
+	usft_exec_end(tok);
 	carry_env_done(&m);
 	errno = saved;
 	return ret;
@@ -782,14 +811,31 @@ EXPORT int execve(const char *path, char *const argv[], char *const envp[])
 	return exec_env("execve", &c, envp);
 }
 
+/* execv, execvp: the environment is the process's own */
+static int exec_plain(execv_fn real, const char *path, char *const argv[])
+{
+	int ret, saved, tok;
+
+	if (!real) {
+		errno = ENOSYS;
+		return -1;
+	}
+	before_exec();
+	tok = usft_exec_begin();
+	ret = real(path, argv);
+	saved = errno;
+	usft_exec_end(tok);
+	errno = saved;
+	return ret;
+}
+
 EXPORT int execv(const char *path, char *const argv[])
 {
 	static execv_fn real;
 
 	if (!real)
 		real = (execv_fn)next_sym("execv");
-	before_exec();
-	return real(path, argv);
+	return exec_plain(real, path, argv);
 }
 
 EXPORT int execvp(const char *file, char *const argv[])
@@ -798,8 +844,7 @@ EXPORT int execvp(const char *file, char *const argv[])
 
 	if (!real)
 		real = (execv_fn)next_sym("execvp");
-	before_exec();
-	return real(file, argv);
+	return exec_plain(real, file, argv);
 }
 
 EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
@@ -920,7 +965,7 @@ EXPORT int execl(const char *path, const char *arg, ...)
 	va_start(ap, arg);
 	COLLECT_ARGS(arg, ap, argv);
 	va_end(ap);
-	return execv(path, argv);
+	return shim_execv(path, argv);
 }
 
 EXPORT int execlp(const char *file, const char *arg, ...)
@@ -931,7 +976,7 @@ EXPORT int execlp(const char *file, const char *arg, ...)
 	va_start(ap, arg);
 	COLLECT_ARGS(arg, ap, argv);
 	va_end(ap);
-	return execvp(file, argv);
+	return shim_execvp(file, argv);
 }
 
 EXPORT int execle(const char *path, const char *arg, ...)
@@ -943,7 +988,7 @@ EXPORT int execle(const char *path, const char *arg, ...)
 	COLLECT_ARGS(arg, ap, argv);
 	envp = va_arg(ap, char **);
 	va_end(ap);
-	return execve(path, argv, envp);
+	return shim_execve(path, argv, envp);
 }
 
 EXPORT void _exit(int status)

@@ -380,10 +380,16 @@ int usft_text_close_all(void)
 /* ---- sync ----------------------------------------------------------- */
 
 static int sync_core_ok;
+static pid_t rv_pid;		/* the process the runtime initialised in (fork: the child) */
+static void rv_atfork_child(void);
 
 /* once (the tasks code registers first, ftrace_dyn_arch_init() asks again) */
 void usft_sync_init(void)
 {
+	if (!rv_pid) {
+		rv_pid = getpid();
+		pthread_atfork(NULL, NULL, rv_atfork_child);
+	}
 	if (!sync_core_ok &&
 	    syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE, 0, 0) == 0)
 		sync_core_ok = 1;
@@ -442,10 +448,32 @@ static int rv_nacks;
 static int rv_signo;
 static struct sigaction rv_old;
 static pthread_mutex_t rv_lock = PTHREAD_MUTEX_INITIALIZER;
+static int rv_owner;		/* the thread holding rv_lock, 0: none */
 static int rv_go, rv_left;	/* usft_stop_machine(): release, handlers gone */
 static int rv_active;		/* threads inside rv_handler for one of our signals */
 static struct rv_list rv_skipped;	/* threads that block the signal */
 static int rv_nskipped;
+
+static void rv_lock_take(void)
+{
+	pthread_mutex_lock(&rv_lock);
+	__atomic_store_n(&rv_owner, (int)syscall(SYS_gettid), __ATOMIC_RELAXED);
+}
+
+static void rv_lock_give(void)
+{
+	__atomic_store_n(&rv_owner, 0, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&rv_lock);
+}
+
+/* fork: the child's one thread holds nothing (a rendezvous another thread
+ * of the parent ran is not the child's: its exec must not wait for it) */
+static void rv_atfork_child(void)
+{
+	pthread_mutex_init(&rv_lock, NULL);
+	rv_owner = 0;
+	rv_pid = getpid();
+}
 
 static void rv_park(ucontext_t *uc, void *arg)
 {
@@ -644,7 +672,7 @@ int usft_signal_blocker(int signo, char *comm, size_t len)
 	static struct rv_list l;
 	int self = (int)syscall(SYS_gettid), n, tid = 0;
 
-	pthread_mutex_lock(&rv_lock);
+	rv_lock_take();
 	n = list_tids(&l);
 	for (int i = 0; i < n && !tid; i++) {
 		unsigned long long blocked;
@@ -654,7 +682,7 @@ int usft_signal_blocker(int signo, char *comm, size_t len)
 		    ((blocked >> (signo - 1)) & 1) && !usft_own_thread(l.v[i]))
 			tid = l.v[i];
 	}
-	pthread_mutex_unlock(&rv_lock);
+	rv_lock_give();
 	if (n < 0)
 		return n;
 	if (tid && comm && len)
@@ -833,9 +861,9 @@ int usft_threads_scan(void (*fn)(ucontext_t *uc, void *arg), void *arg,
 {
 	int missing, nacked;
 
-	pthread_mutex_lock(&rv_lock);
+	rv_lock_take();
 	if (rv_install()) {
-		pthread_mutex_unlock(&rv_lock);
+		rv_lock_give();
 		return -1;
 	}
 	missing = rv_signal_all(fn, arg, sleeper_ok, &nacked);
@@ -848,7 +876,7 @@ int usft_threads_scan(void (*fn)(ucontext_t *uc, void *arg), void *arg,
 		blocked_pc[(*nblocked)++] = rv_sleeper_pc[i];
 	for (int i = 0; i < rv_nskipped && *nblocked < max; i++)
 		blocked_pc[(*nblocked)++] = syscall_pc(rv_skipped.v[i]);
-	pthread_mutex_unlock(&rv_lock);
+	rv_lock_give();
 	return missing;
 }
 
@@ -873,9 +901,9 @@ int usft_stop_machine(int (*fn)(void *arg), void *arg, int *fn_ret)
 {
 	int missing, nacked;
 
-	pthread_mutex_lock(&rv_lock);
+	rv_lock_take();
 	if (rv_install()) {
-		pthread_mutex_unlock(&rv_lock);
+		rv_lock_give();
 		return -1;
 	}
 	__atomic_store_n(&rv_go, 0, __ATOMIC_RELAXED);
@@ -889,6 +917,52 @@ int usft_stop_machine(int (*fn)(void *arg), void *arg, int *fn_ret)
 		sched_yield();
 	smp_store_release(&rv_fn, NULL);
 	rv_drain();
-	pthread_mutex_unlock(&rv_lock);
+	rv_lock_give();
 	return missing;
+}
+
+/*
+ * usft_exec_begin() / usft_exec_end() (usft.h): no rendezvous across an
+ * exec.  A rendezvous signal pending for the thread that execs survives
+ * the exec (pending signals do; handlers do not), and the new image takes
+ * it with the default action: it dies.  So the exec runs holding rv_lock
+ * (a rendezvous that runs is waited for; the caller answers it meanwhile,
+ * or blocks the signal and was not sent it), and with the lock held any
+ * instance still pending for the caller (sent by a rendezvous that gave up
+ * on it: it blocked the signal by then) is taken with a zero-timeout
+ * sigtimedwait(), which changes neither the mask nor a disposition.
+ * Nothing is done in a vfork() child (not this process: the lock is the
+ * parent's memory and would stay held), nor by the thread that holds the
+ * lock itself (a handler of the program's that execs on top of a
+ * rendezvous it interrupted), nor before the runtime initialised (no
+ * rendezvous yet).
+ */
+USFT_API int usft_exec_begin(void)
+{
+	int saved = errno, self = (int)syscall(SYS_gettid);
+
+	if (!__atomic_load_n(&rv_pid, __ATOMIC_ACQUIRE) || getpid() != rv_pid ||
+	    __atomic_load_n(&rv_owner, __ATOMIC_RELAXED) == self)
+		return 0;
+	rv_lock_take();
+	if (rv_signo) {
+		struct timespec zero = { 0, 0 };
+		sigset_t set;
+
+		sigemptyset(&set);
+		sigaddset(&set, rv_signo);
+		while (sigtimedwait(&set, NULL, &zero) == rv_signo)
+			;
+	}
+	errno = saved;
+	return 1;
+}
+
+USFT_API void usft_exec_end(int token)
+{
+	int saved = errno;
+
+	if (token)
+		rv_lock_give();
+	errno = saved;
 }

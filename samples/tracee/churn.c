@@ -7,10 +7,11 @@
  * tracee-reload (the second lands where the first was: a traced object
  * goes and another comes at its address), and every second the main
  * thread execs itself again (same pid) with the generation counted.
- *   tracee-churn [GEN [MS]]   a new image every MS ms (default 1000; 0:
- *   never; below 100 the traced libraries are not loaded: an exec while
- *   the runtime's rendezvous signal is in flight kills the new image, see
- *   docs/attach.md, Known limits);
+ *   tracee-churn [GEN [MS [LAST]]]   a new image every MS ms (default
+ *   1000; 0: never; below 0: -MS ms, the main thread busy instead of
+ *   asleep: a fast one execs while the runtime's rendezvous runs for the
+ *   traced libraries, which must not kill the new image), the last one
+ *   generation LAST (default: none), which stops by itself after MS;
  *   prints "ready GEN PID" per image; runs until
  *   SIGTERM, then prints "ok gen=G bad=B children=C loads=L" and exits 0
  *   when every result was right.  A child that fails exits 1 (counted bad).
@@ -25,7 +26,6 @@
 #include <unistd.h>
 
 static volatile sig_atomic_t stop;
-static int traced_libs = 1;
 static unsigned long bad, children, loads;
 
 __attribute__((noinline)) unsigned long churn_fib(int n)
@@ -95,10 +95,8 @@ static void *loader(void *arg)
 		}
 		if (h)
 			dlclose(h);
-		if (traced_libs) {
-			load_call("libtracee-reload-a.so", "a_entry", 11);
-			load_call("libtracee-reload-b.so", "b_entry", 21);
-		}
+		load_call("libtracee-reload-a.so", "a_entry", 11);
+		load_call("libtracee-reload-b.so", "b_entry", 21);
 		usleep(1000);
 	}
 	return arg;
@@ -113,28 +111,43 @@ int main(int argc, char **argv)
 {
 	int gen = argc > 1 ? atoi(argv[1]) : 0;
 	int ms = argc > 2 ? atoi(argv[2]) : 1000;
+	int last = argc > 3 ? atoi(argv[3]) : -1;
 	struct sigaction sa = { .sa_handler = on_term };
 	struct timespec ts = { 0, 1000 * 1000 };
-	pthread_t t[4];
+	pthread_t t[6];
+	int nt = ms < 0 ? 6 : 4;
 	char next[16];
 
-	traced_libs = ms <= 0 || ms >= 100;
 	sigaction(SIGTERM, &sa, NULL);
 	printf("ready %d %d\n", gen, (int)getpid());
 	fflush(stdout);
 	pthread_create(&t[0], NULL, worker, NULL);
 	pthread_create(&t[1], NULL, worker, NULL);
 	pthread_create(&t[2], NULL, forker, NULL);
-	pthread_create(&t[3], NULL, loader, NULL);
+	/* busy mode: more loads, more rendezvous */
+	for (int i = 3; i < nt; i++)
+		pthread_create(&t[i], NULL, loader, NULL);
 	/* a new image every MS ms, while the others run */
-	for (int i = 0; (i < ms || ms <= 0) && !stop; i++)
+	if (ms < 0) {
+		/* busy until the exec: the runtime's rendezvous finds this thread
+		 * running (not asleep), and signals it, right up to the exec */
+		struct timespec t0, now;
+
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		do
+			clock_gettime(CLOCK_MONOTONIC, &now);
+		while (!stop && (now.tv_sec - t0.tv_sec) * 1000 +
+			(now.tv_nsec - t0.tv_nsec) / 1000000 < -ms);
+	}
+	for (int i = 0; ms >= 0 && (i < ms || ms == 0) && !stop; i++)
 		nanosleep(&ts, NULL);
-	if (!stop && !bad) {
+	if (!stop && !bad && gen != last) {
 		snprintf(next, sizeof(next), "%d", gen + 1);
-		execl("/proc/self/exe", argv[0], next, argc > 2 ? argv[2] : "1000", (char *)NULL);
+		execl("/proc/self/exe", argv[0], next, argc > 2 ? argv[2] : "1000",
+		      argc > 3 ? argv[3] : (char *)NULL, (char *)NULL);
 	}
 	stop = 1;
-	for (int i = 0; i < 4; i++)
+	for (int i = 0; i < nt; i++)
 		pthread_join(t[i], NULL);
 	printf("ok gen=%d bad=%lu children=%lu loads=%lu\n", gen, bad, children, loads);
 	return bad ? 1 : 0;

@@ -398,7 +398,9 @@ def churn_execs_fast():
     """a new image every 20 ms: most attempts meet an exec between the probe
     and the stop, when the libc the probe saw is gone (a call to its old
     dlopen address killed the process with SIGSEGV); each must record or
-    exit 9, and the process must live on"""
+    exit 9, and the process must live on (it loads the traced libraries
+    meanwhile: once attached each load is a rendezvous of the runtime, which
+    the exec* routed to the shim wait for)"""
     p = subprocess.Popen([tracee("churn"), "0", "20"], env=env(), cwd=ARGS.work,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
@@ -418,9 +420,22 @@ def churn_execs_fast():
         p.communicate()
 
 
+def churn_record_execs():
+    """the same under `usft record`, where every image runs the runtime: 25
+    images of 10 ms, each busy up to its exec while three threads load the
+    traced libraries (a rendezvous each); an exec with the rendezvous signal
+    pending killed the new image (signal 41, most runs within 25 images)"""
+    rc, out, err = usft("record", "-q", "-p", "function", "-l", "a_*", "-l", "b_*", "-o",
+                        "rexec.dat", tracee("churn"), "0", "-10", "25", timeout=240)
+    last = (out.strip().splitlines() or [""])[-1]
+    check(rc == 0 and re.match(r"ok gen=25 bad=0 ", last),
+          "usft record of execs during rendezvous: %d %r %s" % (rc, last, err[-2000:]))
+
+
 def case_churn():
     """attach while the process forks, execs itself and dlopens in a loop:
     each attempt records or says the process exec'd; its results stay right"""
+    churn_record_execs()
     churn_execs_fast()
     p = subprocess.Popen([tracee("churn")], env=env(), cwd=ARGS.work, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE)

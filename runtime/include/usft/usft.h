@@ -124,6 +124,21 @@ USFT_API usft_print_fn_t usft_set_print(usft_print_fn_t fn);
  */
 USFT_API void usft_set_notrace_hook(void (*hook)(int begin));
 
+/**
+ * usft_exec_begin() - the calling thread is about to call exec*(): until
+ * the exec replaces the image, or usft_exec_end() after one that failed,
+ * no thread rendezvous of the runtime (its sync_signal) runs, and none of
+ * its signals is left pending for the caller, so none reaches the new
+ * image (where it would terminate it).  Waits for a rendezvous that runs.
+ * Neither the signal mask nor a disposition changes.  Does nothing in a
+ * vfork() child.  The preload shim's exec wrappers call it; a program
+ * linked with -lusft that execs while other threads run may too.
+ * Return: the token for usft_exec_end().
+ */
+USFT_API int usft_exec_begin(void);
+/** usft_exec_end() - the exec returned (failed): rendezvous may run again */
+USFT_API void usft_exec_end(int token);
+
 /* usft_func_arg_types(): what a parameter or return value is, for display */
 enum usft_arg_kind {
 	USFT_ARG_NONE = 0,	/* void (a return value only) */
