@@ -76,11 +76,51 @@ static void target_xdg(pid_t pid, char *out, size_t len)
 			snprintf(out, len, "%s", p + 16);
 }
 
-/* Return: a connected socket, or -errno (-ENOENT: nobody serves) */
-static int ctl_connect(pid_t pid, uid_t uid)
+/*
+ * @path refused a connection: nobody listens there any more (its process
+ * exited or called exec; a server's socket appears at its path only once
+ * it listens, runtime/tracers/control.c).  It is removed, and only that
+ * file: renamed aside first, unlinked if it is still the socket that
+ * refused (@seen), else put back (a new process of this pid put its own
+ * there meanwhile).
+ */
+static void remove_stale(const char *path, const struct stat *seen)
+{
+	char aside[PATH_MAX];
+	struct stat st;
+
+	if (snprintf(aside, sizeof(aside), "%s.stale-%d", path, (int)getpid()) >= (int)sizeof(aside) ||
+	    rename(path, aside))
+		return;
+	if (!lstat(aside, &st) && S_ISSOCK(st.st_mode) && st.st_dev == seen->st_dev &&
+	    st.st_ino == seen->st_ino)
+		unlink(aside);
+	else
+		renameat2(AT_FDCWD, aside, AT_FDCWD, path, RENAME_NOREPLACE);
+}
+
+/* the server at @fd is @t's process itself: its pid (SO_PEERCRED), and the
+ * process of that pid is the one probed (same start time) */
+static bool peer_is(int fd, const struct usft_target *t)
+{
+	struct ucred cr;
+	socklen_t l = sizeof(cr);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &l) || cr.pid != t->pid)
+		return false;
+	return !t->start_time || usft_proc_start_time(t->pid) == t->start_time;
+}
+
+/*
+ * Return: a socket connected to @t's own server, or -errno (-ENOENT:
+ * nobody serves; -ESRCH: what answers at its path is another process).
+ * A stale socket met on the way is removed.
+ */
+static int ctl_connect(const struct usft_target *t)
 {
 	char dirs[4][PATH_MAX], xdg[PATH_MAX];
 	const char *own = getenv("XDG_RUNTIME_DIR");
+	pid_t pid = t->pid;
 	int nd = 0, err = -ENOENT;
 
 	target_xdg(pid, xdg, sizeof(xdg));
@@ -89,23 +129,29 @@ static int ctl_connect(pid_t pid, uid_t uid)
 	if (own && own[0] == '/')
 		snprintf(dirs[nd++], PATH_MAX, "%s/usft", own);
 	snprintf(dirs[nd++], PATH_MAX, "/run/usft");
-	snprintf(dirs[nd++], PATH_MAX, "/tmp/usft-%u", (unsigned int)uid);
+	snprintf(dirs[nd++], PATH_MAX, "/tmp/usft-%u", (unsigned int)t->uid);
 	for (int i = 0; i < nd; i++) {
 		struct sockaddr_un sa = { .sun_family = AF_UNIX };
 		struct timeval tv = { 5, 0 };
+		struct stat st;
 		int fd;
 
 		if (snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%d.sock", dirs[i], (int)pid) >=
-		    (int)sizeof(sa.sun_path))
+		    (int)sizeof(sa.sun_path) || lstat(sa.sun_path, &st))
 			continue;
 		fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 		if (fd < 0)
 			return -errno;
 		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-		if (!connect(fd, (struct sockaddr *)&sa, sizeof(sa)))
-			return fd;
-		if (errno == EACCES || errno == EPERM)
+		if (!connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+			if (peer_is(fd, t))
+				return fd;
+			err = -ESRCH;	/* not its server: left alone */
+		} else if (errno == ECONNREFUSED) {
+			remove_stale(sa.sun_path, &st);
+		} else if (errno == EACCES || errno == EPERM) {
 			err = -errno;
+		}
 		close(fd);
 	}
 	return err;
@@ -199,7 +245,7 @@ static int attach(const char *cmd, pid_t pid, struct usft_target *t, bool *loade
 	usft_attach_step("start");
 	code = usft_target_probe(pid, t, &res);
 	usft_attach_step("probe");
-	fd = code ? -ENOENT : ctl_connect(pid, t->uid);
+	fd = code ? -ENOENT : ctl_connect(t);
 	usft_attach_step("connect (before load)");
 	if (fd >= 0)
 		return fd;		/* it serves already (usft record, an attach before) */
@@ -228,7 +274,7 @@ static int attach(const char *cmd, pid_t pid, struct usft_target *t, bool *loade
 	*loaded = true;
 	until = ms_now() + 3000;
 	do {
-		fd = ctl_connect(pid, t->uid);
+		fd = ctl_connect(t);
 		if (fd >= 0) {
 			usft_attach_step("connect");
 			return fd;
@@ -237,6 +283,12 @@ static int attach(const char *cmd, pid_t pid, struct usft_target *t, bool *loade
 	} while (ms_now() < until);
 	if (usft_proc_gone(pid)) {
 		fprintf(stderr, "usft %s: process %d exited during the attach\n", cmd, (int)pid);
+		return -USFT_EXIT_GONE;
+	}
+	if (usft_target_execd(t)) {
+		/* its socket went with the image that served it */
+		fprintf(stderr, "usft %s: process %d called exec during the attach: try again\n",
+			cmd, (int)pid);
 		return -USFT_EXIT_GONE;
 	}
 	fprintf(stderr, "usft %s: process %d loaded the runtime but its control socket does "
@@ -259,6 +311,7 @@ int usft_ctl_request(int fd, int op, const char *text, char **out)
 
 int usft_ctl_connect(pid_t pid)
 {
+	struct usft_target t = { .pid = pid };
 	char path[32];
 	struct stat st;
 
@@ -266,7 +319,9 @@ int usft_ctl_connect(pid_t pid)
 	snprintf(path, sizeof(path), "/proc/%d", (int)pid);
 	if (stat(path, &st))
 		return -errno;
-	return ctl_connect(pid, st.st_uid);
+	t.uid = st.st_uid;
+	t.start_time = usft_proc_start_time(pid);
+	return ctl_connect(&t);
 }
 
 int usft_parse_pid(const char *cmd, const char *s, pid_t *pid)
@@ -274,17 +329,16 @@ int usft_parse_pid(const char *cmd, const char *s, pid_t *pid)
 	return parse_pid(cmd, s, pid);
 }
 
-static int connect_only(const char *cmd, pid_t pid)
+static int connect_only(const char *cmd, pid_t pid, struct usft_target *t)
 {
-	struct usft_target t;
 	struct inject_result res;
-	int code = usft_target_probe(pid, &t, &res), fd;
+	int code = usft_target_check(pid, t, &res), fd;
 
-	if (code && code != USFT_EXIT_NOSITES) {
+	if (code) {
 		report(cmd, &res);
 		return -code;
 	}
-	fd = ctl_connect(pid, t.uid);
+	fd = ctl_connect(t);
 	if (fd == -EACCES || fd == -EPERM) {
 		fprintf(stderr, "usft %s: the control socket of process %d refuses you: run usft "
 			"as its user or as root\n", cmd, (int)pid);
@@ -338,6 +392,13 @@ static int finish_detach(const char *cmd, int fd, pid_t pid, struct usft_target 
 
 	r = ctl_request(fd, USFT_CTL_DETACH, NULL, &out);
 	usft_attach_step("DETACH request");
+	if (!r) {
+		/* the server closes every connection after its reply, then
+		 * removes the socket and ends: our end hangs up first */
+		struct pollfd p = { fd, POLLIN, 0 };
+
+		poll(&p, 1, 2000);
+	}
 	close(fd);
 	if (r && usft_proc_gone(pid)) {
 		free(out);
@@ -358,19 +419,11 @@ static int finish_detach(const char *cmd, int fd, pid_t pid, struct usft_target 
 		return USFT_EXIT_FAIL;
 	}
 	free(out);
-	/* the server goes after its reply: wait for the socket to close */
+	usft_attach_step("connection closed");
+	/* the server thread ends after removing the socket */
 	until = ms_now() + 2000;
-	while (ms_now() < until) {
-		int c = ctl_connect(pid, t->uid);
-
-		if (c < 0)
-			break;
-		close(c);
-		usleep(1000);
-	}
-	usft_attach_step("socket closed");
 	while (ms_now() < until && !runtime_threads_gone(pid))
-		usleep(1000);
+		usleep(200);
 	usft_attach_step("runtime threads gone");
 	if (!usft_proc_gone(pid) && usft_restore_sites(t, &res)) {
 		report(cmd, &res);
@@ -445,7 +498,6 @@ int usft_cmd_attach(int argc, char **argv)
 int usft_cmd_detach(int argc, char **argv)
 {
 	struct usft_target t;
-	struct inject_result res;
 	pid_t pid;
 	int fd, r;
 
@@ -459,17 +511,16 @@ int usft_cmd_detach(int argc, char **argv)
 	if (r)
 		return r;
 	usft_attach_step("start");
-	fd = connect_only("detach", pid);
+	fd = connect_only("detach", pid, &t);
 	if (fd < 0)
 		return -fd;
-	usft_attach_step("connect");
-	usft_target_probe(pid, &t, &res);
-	usft_attach_step("probe");
+	usft_attach_step("probe, connect");
 	return finish_detach("detach", fd, pid, &t, false);
 }
 
 int usft_stat_pid(const char *arg)
 {
+	struct usft_target t;
 	char *out = NULL;
 	pid_t pid;
 	int fd, r;
@@ -477,7 +528,7 @@ int usft_stat_pid(const char *arg)
 	r = parse_pid("stat", arg, &pid);
 	if (r)
 		return r;
-	fd = connect_only("stat", pid);
+	fd = connect_only("stat", pid, &t);
 	if (fd < 0)
 		return -fd;
 	r = ctl_request(fd, USFT_CTL_READ, "stat", &out);

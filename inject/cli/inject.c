@@ -238,7 +238,8 @@ static bool first_exec_map(const struct maps *mp, size_t i)
 	return true;
 }
 
-int usft_target_probe(pid_t pid, struct usft_target *t, struct inject_result *res)
+static int target_probe(pid_t pid, struct usft_target *t, struct inject_result *res,
+			bool count_sites)
 {
 	char file[128], val[256], exe[PATH_MAX];
 	unsigned int ruid = 0, euid = 0;
@@ -262,6 +263,7 @@ int usft_target_probe(pid_t pid, struct usft_target *t, struct inject_result *re
 	}
 	sscanf(val, "%u %u", &ruid, &euid);
 	t->uid = euid;
+	t->start_time = usft_proc_start_time(pid);
 	if (geteuid() != 0 && (euid != geteuid() || ruid != geteuid())) {
 		fail(res, USFT_EXIT_PERM, "process %d belongs to uid %u, not to you (uid %u): "
 		     "run usft as that user or as root", (int)pid, euid, (unsigned int)geteuid());
@@ -326,7 +328,7 @@ int usft_target_probe(pid_t pid, struct usft_target *t, struct inject_result *re
 		free(mp.m);
 		return res->code;
 	}
-	for (size_t i = 0; i < mp.n; i++) {
+	for (size_t i = 0; count_sites && i < mp.n; i++) {
 		unsigned long *addrs = NULL;
 		size_t ns = 0;
 		char p[PATH_MAX + 32];
@@ -339,13 +341,23 @@ int usft_target_probe(pid_t pid, struct usft_target *t, struct inject_result *re
 		free(addrs);
 	}
 	free(mp.m);
-	if (!t->nr_sites) {
+	if (count_sites && !t->nr_sites) {
 		fail(res, USFT_EXIT_NOSITES, "process %d (%s) has no patchable functions: nothing "
 		     "to trace (build it with the patch flags: pkg-config --variable=patch_cflags "
 		     "usft); nothing was changed", (int)pid, t->exe);
 		return res->code;
 	}
 	return 0;
+}
+
+int usft_target_probe(pid_t pid, struct usft_target *t, struct inject_result *res)
+{
+	return target_probe(pid, t, res, true);
+}
+
+int usft_target_check(pid_t pid, struct usft_target *t, struct inject_result *res)
+{
+	return target_probe(pid, t, res, false);
 }
 
 /* ---- symbols in the target ------------------------------------------------- */
@@ -417,6 +429,30 @@ static bool thread_dead(pid_t tid)
 	buf[n] = 0;
 	p = strrchr(buf, ')');
 	return !p || p[1] != ' ' || p[2] == 'Z' || p[2] == 'X';
+}
+
+unsigned long long usft_proc_start_time(pid_t pid)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long v = 0;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	/* after the name's ')': state is field 3, starttime field 22 */
+	p = strrchr(buf, ')');
+	if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d "
+			 "%*d %*d %*d %*d %llu", &v) != 1)
+		return 0;
+	return v;
 }
 
 bool usft_proc_gone(pid_t pid)
@@ -1065,6 +1101,14 @@ static int recheck_image(struct usft_target *tg, struct inject_result *res)
 		fail(res, USFT_EXIT_GONE, "process %d called exec during the attach (its libc "
 		     "moved): try again", (int)tg->pid);
 	return res->code;
+}
+
+bool usft_target_execd(const struct usft_target *tg)
+{
+	struct usft_target t = *tg;
+	struct inject_result res;
+
+	return recheck_image(&t, &res) != 0;
 }
 
 int usft_inject(struct usft_target *tg, const char *lib, struct inject_result *res)

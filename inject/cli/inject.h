@@ -65,10 +65,13 @@ struct usft_target {
 	char libc[4096];	/* its libc.so.6, as it sees it */
 	unsigned long libc_base;
 	unsigned long nr_sites;	/* patchable sites of the objects it maps */
+	unsigned long long start_time;	/* /proc/PID/stat starttime (0: unknown) */
 };
 
 /* what can be said without touching the process; Return: 0 or an exit code */
 int usft_target_probe(pid_t pid, struct usft_target *t, struct inject_result *res);
+/* the same without counting the sites (nr_sites 0): for a process that serves already */
+int usft_target_check(pid_t pid, struct usft_target *t, struct inject_result *res);
 /*
  * Load @lib into the target and call usft_control_start() there.  Threads are
  * stopped with PTRACE_SEIZE + PTRACE_INTERRUPT, one runs the calls, all are
@@ -82,6 +85,10 @@ int usft_inject(struct usft_target *t, const char *lib, struct inject_result *re
  * detach: every site is the disabled NOP again).  Threads stopped meanwhile.
  */
 int usft_restore_sites(struct usft_target *t, struct inject_result *res);
+/* the process called exec since the probe (its libc is not where it was) */
+bool usft_target_execd(const struct usft_target *t);
+/* field 22 of /proc/PID/stat: when @pid started, in clock ticks since boot; 0: unknown */
+unsigned long long usft_proc_start_time(pid_t pid);
 /* @pid exited (gone, or a zombie not reaped yet) */
 bool usft_proc_gone(pid_t pid);
 /*

@@ -787,6 +787,7 @@ static int exec_env(const char *name, struct exec_call *c, char *const envp[])
 	before_exec();
 	env = carry_env(envp, &m);
 	tok = usft_exec_begin();
+	usft_control_exec(true);
 	if (!strcmp(name, "fexecve"))
 		ret = ((fexecve_fn)c->real)(c->fd, c->argv, env);
 	else if (!strcmp(name, "execveat"))
@@ -794,6 +795,7 @@ static int exec_env(const char *name, struct exec_call *c, char *const envp[])
 	else
 		ret = ((execve_fn)c->real)(c->path, c->argv, env);
 	saved = errno;
+	usft_control_exec(false);
 	usft_exec_end(tok);
 	carry_env_done(&m);
 	errno = saved;
@@ -822,8 +824,10 @@ static int exec_plain(execv_fn real, const char *path, char *const argv[])
 	}
 	before_exec();
 	tok = usft_exec_begin();
+	usft_control_exec(true);
 	ret = real(path, argv);
 	saved = errno;
+	usft_control_exec(false);
 	usft_exec_end(tok);
 	errno = saved;
 	return ret;

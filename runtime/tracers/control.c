@@ -103,41 +103,62 @@ static int pick_dir(char *out, size_t len)
 	return -EACCES;
 }
 
+/* 1: someone listens at @sa; 0: nobody (no file, or a stale one); -errno: cannot tell */
+static int socket_live(const struct sockaddr_un *sa)
+{
+	int probe = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0), r;
+
+	if (probe < 0)
+		return -errno;
+	r = !connect(probe, (const struct sockaddr *)sa, sizeof(*sa)) ? 1 :
+	    errno == ECONNREFUSED || errno == ENOENT ? 0 : -errno;
+	close(probe);
+	return r;
+}
+
+/*
+ * The socket appears at its path only once it listens: it is bound to a
+ * name of its own (PID.sock.new), made 0600 and listening, and only then
+ * renamed over PID.sock (replacing a stale one: of a process of this pid
+ * that is gone, or of this process's image before an exec).  So a client
+ * that finds PID.sock refusing connections (ECONNREFUSED) knows it is
+ * stale, never a server between its bind() and its listen(), and may
+ * remove it (inject/cli/attach.c).  A PID.sock that answers is someone
+ * else's: -EADDRINUSE.
+ */
 static int open_socket(void)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct sockaddr_un sa = { .sun_family = AF_UNIX }, tmp = { .sun_family = AF_UNIX };
 	char dir[sizeof(sa.sun_path)];
+	bool bound = false;
 	int fd, ret;
 	mode_t old;
 
-	ret = pick_dir(dir, sizeof(dir) - 24);
+	ret = pick_dir(dir, sizeof(dir) - 32);
 	if (ret)
 		return ret;
-	if (snprintf(sa.sun_path, sizeof(sa.sun_path), "%.*s/%d.sock", (int)sizeof(dir) - 24, dir,
-		     (int)getpid()) >= (int)sizeof(sa.sun_path))
+	if (snprintf(sa.sun_path, sizeof(sa.sun_path), "%.*s/%d.sock", (int)sizeof(dir) - 32, dir,
+		     (int)getpid()) >= (int)sizeof(sa.sun_path) ||
+	    snprintf(tmp.sun_path, sizeof(tmp.sun_path), "%s.new", sa.sun_path) >=
+	    (int)sizeof(tmp.sun_path))
 		return -ENAMETOOLONG;
+	ret = socket_live(&sa);
+	if (ret)
+		return ret > 0 ? -EADDRINUSE : ret;
 	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
 	old = umask(077);
-	ret = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
-	if (ret && errno == EADDRINUSE) {
-		/* a socket of a process of this pid that is gone (or of our exec) */
-		int probe = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-
-		if (probe >= 0 && connect(probe, (struct sockaddr *)&sa, sizeof(sa)) &&
-		    errno == ECONNREFUSED) {
-			unlink(sa.sun_path);
-			ret = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
-		} else {
-			errno = EADDRINUSE;
-		}
-		if (probe >= 0)
-			close(probe);
-	}
+	unlink(tmp.sun_path);	/* left by an earlier process of this pid */
+	ret = bind(fd, (struct sockaddr *)&tmp, sizeof(tmp)) ? -errno : 0;
 	umask(old);
-	if (ret || chmod(sa.sun_path, 0600) || listen(fd, 8)) {
+	bound = !ret;
+	if (!ret && (chmod(tmp.sun_path, 0600) || listen(fd, 8) ||
+		     rename(tmp.sun_path, sa.sun_path)))
 		ret = -errno;
+	if (ret) {
+		if (bound)
+			unlink(tmp.sun_path);
 		close(fd);
 		return ret;
 	}
@@ -561,8 +582,24 @@ static void *ctl_main(void *arg)
 				continue;
 			break;
 		}
-		if (p[1].revents)
-			break;
+		if (p[1].revents) {
+			char b = 0;
+
+			if (read(C.wake[0], &b, 1) != 1 || b != 'r')
+				break;
+			/* an exec that failed: the socket again (usft_control_exec()) */
+			pthread_mutex_lock(&C.lock);
+			{
+				int old = C.lfd;
+
+				if (!open_socket())
+					close(old);
+				else
+					C.lfd = old;
+			}
+			pthread_mutex_unlock(&C.lock);
+			continue;
+		}
 		for (int i = 0; i < CTL_MAX_CLIENTS && !C.detach; i++) {
 			ssize_t n;
 
@@ -702,6 +739,26 @@ void usft_control_exit(void)
 {
 	if (C.running && C.pid == getpid() && C.path[0])
 		unlink(C.path);
+}
+
+/*
+ * usft_control_exec() - the process calls exec (@begin), or the exec
+ * failed.  The socket goes first: the listening descriptor closes with the
+ * image, and a socket left behind would make every client meet a stale
+ * one.  After a failed exec the server thread opens it again.  No lock
+ * (the caller holds the runtime's rendezvous lock, which a request may
+ * wait for under C.lock); nothing in a vfork() child (the parent's).
+ */
+void usft_control_exec(bool begin)
+{
+	char b = 'r';
+
+	if (!__atomic_load_n(&C.running, __ATOMIC_ACQUIRE) || C.pid != getpid() || !C.path[0])
+		return;
+	if (begin)
+		unlink(C.path);
+	else if (write(C.wake[1], &b, 1) != 1)
+		return;		/* unreachable until attached again, as after an exec */
 }
 
 /* the preload shim, under `usft record`: remember its choices for READ */

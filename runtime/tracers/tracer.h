@@ -81,6 +81,7 @@ const char *usft_tracer_name(void);	/* the session's tracer, "nop" when none */
 /* control.c: the control channel (control.h, docs/attach.md) */
 int usft_control_start(void);
 void usft_control_exit(void);
+void usft_control_exec(bool begin);	/* around an exec: the socket goes, and back if it failed */
 void usft_control_set_conf(const struct usft_trace_opts *o);
 
 /* trace_functions.c helpers shared by the tracers */

@@ -218,9 +218,66 @@ def case_control():
         check(not os.path.exists(path), "socket left after detach")
         rc, out, err = usft("stat", "-P", srv.pid)
         check(rc == 10 and "attach first" in err, "stat -P after detach (%d): %s" % (rc, err))
+        control_stale_sockets(srv, path)
         check_server_result(srv)
     finally:
         srv.kill()
+
+
+def control_stale_sockets(srv, path):
+    """a socket nobody listens on (its process died, or exec'd) is removed
+    by the client that meets it and replaced by the next attach; one that
+    another process listens on is never touched; an exec while attached
+    takes the process's socket with it"""
+    def stale():
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        s.bind(path)    # bound, never listening: connect() is refused
+        s.close()
+    stale()
+    rc, out, err = usft("stat", "-P", srv.pid)
+    check(rc == 10 and "attach first" in err, "stat -P, stale socket (%d): %s" % (rc, err))
+    check(not os.path.exists(path), "a stale socket was left in place")
+    stale()
+    rc, out, err = usft("attach", srv.pid)
+    check(rc == 0, "attach over a stale socket (%d): %s" % (rc, err))
+    rc, out, err = usft("stat", "-P", srv.pid)
+    check(rc == 0 and re.search(r"nr_sites\s+[1-9]", out), "stat -P: %s %s" % (out, err))
+    rc, out, err = usft("detach", srv.pid)
+    check(rc == 0 and not os.path.exists(path), "detach (%d): %s" % (rc, err))
+    # another process's live socket at the path: not the tracee's server
+    other = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    try:
+        other.bind(path)
+        other.listen(4)
+        rc, out, err = usft("stat", "-P", srv.pid)
+        check(rc == 10, "stat -P took another process's socket for the tracee's (%d): %s %s"
+              % (rc, out, err))
+        check(os.path.exists(path), "another process's live socket was removed")
+    finally:
+        other.close()
+        os.unlink(path)
+    # exec while attached: the socket goes with the image
+    p = subprocess.Popen([tracee("churn")], env=env(), cwd=ARGS.work, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE)
+    try:
+        check(p.stdout.readline().startswith(b"ready 0"), "tracee-churn did not start")
+        sock = os.path.join(os.path.dirname(path), "%d.sock" % p.pid)
+        for i in range(10):
+            rc, out, err = usft("attach", p.pid)
+            if rc == 0:
+                break
+            check(rc == 9, "attach tracee-churn (%d): %s" % (rc, err))
+        check(rc == 0, "tracee-churn: no attach between its execs")
+        # it may have exec'd already right after the attach: then it is gone
+        line = p.stdout.readline()
+        check(line.startswith(b"ready "), "tracee-churn did not exec: %r" % line)
+        check(not os.path.exists(sock), "the socket of the image before the exec is left")
+        rc, out, err = usft("stat", "-P", p.pid)
+        check(rc == 10, "stat -P after the exec (%d): %s" % (rc, err))
+    finally:
+        if p.poll() is None:
+            p.kill()
+        p.communicate()
 
 
 def rss_kb(pid):
