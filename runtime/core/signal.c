@@ -266,39 +266,17 @@ int usft_claim_signal_mirrored(int sig, void (*fn)(int, siginfo_t *, void *),
 	return 0;
 }
 
-USFT_API __no_tsan int sigaction(int sig, const struct sigaction *act, struct sigaction *oact)
+/* the program's @act for an unclaimed @sig, wrapped (sig_lock held); Return: 0 or -1 (errno) */
+static __no_tsan int install_user(int sig, const struct sigaction *act)
 {
-	struct sigaction prev, w;
-	sigset_t saved;
-	int ret = 0;
+	struct sigaction w;
 
-	if (sig <= 0 || sig >= _NSIG || sig == SIGKILL || sig == SIGSTOP)
-		return usft_real_sigaction(sig, act, oact);
-	sig_lock_take(&saved);
-	if (claimed[sig]) {
-		prev = *claimed[sig];
-		if (act)
-			*claimed[sig] = *act;
-		if (act && mirror_fn[sig])
-			mirror_install(sig, act);
-		goto out;
-	}
-	if (usft_real_sigaction(sig, NULL, &prev)) {
-		ret = -1;
-		goto out_unlock;
-	}
-	if (wrapped[sig])
-		prev = user_act[sig];
-	if (!act)
-		goto out;
 	if (!(act->sa_flags & SA_SIGINFO) &&
 	    (act->sa_handler == SIG_DFL || act->sa_handler == SIG_IGN)) {
-		if (usft_real_sigaction(sig, act, NULL)) {
-			ret = -1;
-			goto out_unlock;
-		}
+		if (usft_real_sigaction(sig, act, NULL))
+			return -1;
 		wrapped[sig] = false;
-		goto out;
+		return 0;
 	}
 	w = *act;
 	w.sa_flags |= SA_SIGINFO;
@@ -310,6 +288,169 @@ USFT_API __no_tsan int sigaction(int sig, const struct sigaction *act, struct si
 		w.sa_flags |= SA_RESETHAND;
 	if (usft_real_sigaction(sig, &w, NULL)) {
 		wrapped[sig] = false;
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * Signal hooks (usft_signal_hook()): usft's handler runs the hook, then the
+ * program's disposition, which is kept in hook_chain[] as a claimed
+ * signal's.  The handler the kernel sees carries the program's mask and its
+ * SA_RESTART, SA_ONSTACK and SA_NODEFER, re-installed each time the program
+ * changes its disposition, so its handler runs as it would without usft.
+ */
+static void (*hook_fn[_NSIG])(int);
+static struct sigaction hook_chain[_NSIG];
+
+static void hook_handler(int sig, siginfo_t *si, void *uc)
+{
+	void (*fn)(int) = __atomic_load_n(&hook_fn[sig], __ATOMIC_ACQUIRE);
+	struct sigaction a = hook_chain[sig];
+	int e = errno;
+
+	if (fn)
+		fn(sig);
+	errno = e;
+	if (a.sa_flags & SA_RESETHAND) {
+		/* the kernel would have reset it now: SIG_DFL from here on */
+		memset(&hook_chain[sig], 0, sizeof(hook_chain[sig]));
+		hook_chain[sig].sa_handler = SIG_DFL;
+	}
+	/* SIG_DFL and SIG_IGN: the hook took the signal (docs/design.md) */
+	usft_run_handler(&a, sig, si, uc);
+}
+
+/* usft's handler for hooked @sig with the flags of the program's (sig_lock held) */
+static __no_tsan int hook_install(int sig)
+{
+	const struct sigaction *p = &hook_chain[sig];
+	bool handler = (p->sa_flags & SA_SIGINFO) ||
+		       (p->sa_handler != SIG_DFL && p->sa_handler != SIG_IGN);
+	struct sigaction w;
+
+	memset(&w, 0, sizeof(w));
+	w.sa_sigaction = hook_handler;
+	w.sa_flags = SA_SIGINFO | SA_RESTART;
+	sigemptyset(&w.sa_mask);
+	if (handler) {
+		w.sa_mask = p->sa_mask;
+		w.sa_flags = SA_SIGINFO | (p->sa_flags & (SA_RESTART | SA_ONSTACK | SA_NODEFER));
+	}
+	return usft_real_sigaction(sig, &w, NULL) ? -errno : 0;
+}
+
+/* the signals usft_signal_hook() refuses: faults, usft's own (Return: why, or NULL) */
+static const char *hook_refused(int sig)
+{
+	int rv = usft_opts.sync_signal ? usft_opts.sync_signal : SIGRTMIN + 7;
+
+	if (sig == SIGKILL || sig == SIGSTOP)
+		return "cannot be caught";
+	if (sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE || sig == SIGSYS)
+		return "a fault: taking it would run the faulting instruction again";
+	if (sig == SIGTRAP || sig == rv)
+		return "usft's own (text patching)";
+	return NULL;
+}
+
+USFT_API __no_tsan int usft_signal_hook(int sig, void (*fn)(int sig), const char **why)
+{
+	struct sigaction old;
+	const char *no;
+	sigset_t saved;
+	int ret = 0;
+
+	if (why)
+		*why = NULL;
+	if (sig <= 0 || sig >= _NSIG || !fn) {
+		if (why)
+			*why = "no such signal";
+		return -EINVAL;
+	}
+	if ((no = hook_refused(sig))) {
+		if (why)
+			*why = no;
+		return -EINVAL;
+	}
+	sig_lock_take(&saved);
+	if (claimed[sig]) {
+		if (why)
+			*why = claimed[sig] == &hook_chain[sig] ? "hooked already" : "usft's own";
+		ret = -EBUSY;
+		goto out;
+	}
+	if (usft_real_sigaction(sig, NULL, &old)) {
+		ret = -errno;
+		goto out;
+	}
+	hook_chain[sig] = wrapped[sig] ? user_act[sig] : old;
+	__atomic_store_n(&hook_fn[sig], fn, __ATOMIC_RELEASE);
+	ret = hook_install(sig);
+	if (ret) {
+		hook_fn[sig] = NULL;
+		goto out;
+	}
+	wrapped[sig] = false;
+	claimed[sig] = &hook_chain[sig];
+out:
+	sig_lock_drop(&saved);
+	return ret;
+}
+
+USFT_API __no_tsan int usft_signal_unhook(int sig)
+{
+	sigset_t saved;
+	int ret = 0;
+
+	if (sig <= 0 || sig >= _NSIG)
+		return -EINVAL;
+	sig_lock_take(&saved);
+	if (claimed[sig] != &hook_chain[sig]) {
+		ret = -EINVAL;
+		goto out;
+	}
+	claimed[sig] = NULL;
+	/* back to the program's own disposition, as if usft had never hooked it */
+	if (install_user(sig, &hook_chain[sig]))
+		ret = -errno;
+	/* a handler still running on another thread reads NULL and only chains */
+	__atomic_store_n(&hook_fn[sig], NULL, __ATOMIC_RELEASE);
+out:
+	sig_lock_drop(&saved);
+	return ret;
+}
+
+USFT_API __no_tsan int sigaction(int sig, const struct sigaction *act, struct sigaction *oact)
+{
+	struct sigaction prev;
+	sigset_t saved;
+	int ret = 0;
+
+	if (sig <= 0 || sig >= _NSIG || sig == SIGKILL || sig == SIGSTOP)
+		return usft_real_sigaction(sig, act, oact);
+	sig_lock_take(&saved);
+	if (claimed[sig]) {
+		prev = *claimed[sig];
+		if (act && mirror_fn[sig])
+			mirror_install(sig, act);
+		if (act) {
+			*claimed[sig] = *act;
+			if (claimed[sig] == &hook_chain[sig] && hook_install(sig)) {
+				hook_chain[sig] = prev;
+				ret = -1;
+				goto out_unlock;
+			}
+		}
+		goto out;
+	}
+	if (usft_real_sigaction(sig, NULL, &prev)) {
+		ret = -1;
+		goto out_unlock;
+	}
+	if (wrapped[sig])
+		prev = user_act[sig];
+	if (act && install_user(sig, act)) {
 		ret = -1;
 		goto out_unlock;
 	}

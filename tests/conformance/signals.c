@@ -7,8 +7,11 @@
  * (sigaction reports them back, SA_RESETHAND, a program SIGTRAP handler
  * still gets its own traps while usft patches with INT3).
  */
+#include <errno.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include "test_common.h"
 
 TRACEE long cf_sig_f(long x)
@@ -164,4 +167,82 @@ Test(sigaction, programs_sigtrap_handler_keeps_its_traps_while_usft_patches)
 	cr_assert_eq(trap_hits, 2);
 	cr_assert_eq(unregister_ftrace_function(&c.ops), 0);
 	expect_nop5(cf_sig_g);
+}
+
+/* usft_signal_hook(): the hook first, then the program's handler as without usft */
+static volatile int hook_hits, prog_hits, order_ok, hook_ran;
+static notrace void hook_fn(int sig)
+{
+	hook_hits++;
+	hook_ran = 1;
+	errno = EBADF;	/* the program's errno must survive the hook */
+}
+
+static notrace void prog_handler(int sig)
+{
+	order_ok = hook_ran;
+	hook_ran = 0;
+	prog_hits++;
+}
+
+Test(sighook, runs_before_the_programs_handler_installed_later_and_keeps_its_flags)
+{
+	struct sigaction o, k;
+
+	cr_assert_eq(usft_init(), 0);
+	cr_assert_eq(usft_signal_hook(SIGUSR1, hook_fn, NULL), 0);
+	cr_assert_eq(usft_signal_hook(SIGUSR1, hook_fn, NULL), -EBUSY);
+	/* SIG_DFL: the hook alone takes it (the process lives on) */
+	raise(SIGUSR1);
+	cr_assert_eq(hook_hits, 1);
+	memset(&o, 0, sizeof(o));
+	o.sa_handler = prog_handler;
+	o.sa_flags = SA_NODEFER;
+	sigemptyset(&o.sa_mask);
+	sigaddset(&o.sa_mask, SIGUSR2);
+	cr_assert_eq(sigaction(SIGUSR1, &o, NULL), 0);
+	/* reported back as the program's, and the kernel has its mask and flags */
+	cr_assert_eq(sigaction(SIGUSR1, NULL, &k), 0);
+	cr_assert(k.sa_handler == prog_handler && (k.sa_flags & SA_NODEFER) &&
+		  !(k.sa_flags & SA_RESTART));
+	cr_assert(sigismember(&k.sa_mask, SIGUSR2));
+	{
+		/* what the kernel holds (x86-64 and arm64 share this layout) */
+		struct {
+			void *handler;
+			unsigned long flags;
+			void *restorer;
+			unsigned long mask;
+		} ka;
+
+		cr_assert_eq(syscall(SYS_rt_sigaction, SIGUSR1, NULL, &ka, 8), 0);
+		cr_assert((ka.flags & SA_NODEFER) && !(ka.flags & SA_RESTART) &&
+			  (ka.mask & (1UL << (SIGUSR2 - 1))), "the program's flags are not the kernel's");
+	}
+	errno = 0;
+	raise(SIGUSR1);
+	cr_assert_eq(errno, 0);
+	cr_assert_eq(hook_hits, 2);
+	cr_assert_eq(prog_hits, 1);
+	cr_assert(order_ok, "the program's handler ran before the hook");
+	/* unhooked: the program's handler is the kernel's again */
+	cr_assert_eq(usft_signal_unhook(SIGUSR1), 0);
+	cr_assert_eq(usft_signal_unhook(SIGUSR1), -EINVAL);
+	raise(SIGUSR1);
+	cr_assert_eq(hook_hits, 2);
+	cr_assert_eq(prog_hits, 2);
+	cr_assert_eq(sigaction(SIGUSR1, NULL, &k), 0);
+	cr_assert(k.sa_handler == prog_handler);
+}
+
+Test(sighook, refuses_faults_usfts_own_and_uncatchable_signals)
+{
+	const int no[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGSYS, SIGTRAP, SIGKILL, SIGSTOP, 0, 999 };
+	const char *why;
+
+	cr_assert_eq(usft_init(), 0);
+	for (size_t i = 0; i < sizeof(no) / sizeof(no[0]); i++) {
+		cr_assert_eq(usft_signal_hook(no[i], hook_fn, &why), -EINVAL, "signal %d", no[i]);
+		cr_assert(why && *why);
+	}
 }

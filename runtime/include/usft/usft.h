@@ -139,6 +139,28 @@ USFT_API int usft_exec_begin(void);
 /** usft_exec_end() - the exec returned (failed): rendezvous may run again */
 USFT_API void usft_exec_end(int token);
 
+/**
+ * usft_signal_hook() - have @fn(@sig) run, in the handler, each time the
+ * process receives @sig, before the program's own disposition for it: the
+ * program's handler then runs as without usft (its mask, SA_RESTART,
+ * SA_ONSTACK, SA_NODEFER and SA_RESETHAND kept, also when the program
+ * installs it later: sigaction() reports the program's), and SIG_IGN or
+ * SIG_DFL leave the signal to @fn alone.  @fn runs in a signal handler:
+ * async-signal-safe code only (errno is kept for it).  The signal
+ * `usft record --signal` uses.
+ * @why: if not NULL, set to the reason of a refusal
+ * Return: 0; -EINVAL no such signal, SIGKILL/SIGSTOP, a fault signal
+ * (SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGSYS), SIGTRAP or usft's rendezvous
+ * signal; -EBUSY hooked already.
+ */
+USFT_API int usft_signal_hook(int sig, void (*fn)(int sig), const char **why);
+
+/**
+ * usft_signal_unhook() - undo usft_signal_hook(): the program's disposition
+ * goes back to the kernel.  Return: 0; -EINVAL @sig is not hooked.
+ */
+USFT_API int usft_signal_unhook(int sig);
+
 /* usft_func_arg_types(): what a parameter or return value is, for display */
 enum usft_arg_kind {
 	USFT_ARG_NONE = 0,	/* void (a return value only) */
