@@ -161,6 +161,9 @@ struct usft_record_args {
 	double duration;		/* seconds, 0: until ^C or exit */
 	bool quiet;
 	const char *mount;		/* --mount DIR, or NULL */
+	/* carried over the control channel (docs/attach.md): -N, -A, -R, -T, --signal */
+	const char *graph_notrace, *args, *retval, *triggers, *signals;
+	bool funcgraph_retval;
 };
 int usft_record_pid(const char *pid, const struct usft_record_args *a);
 int usft_cmd_attach(int argc, char **argv);

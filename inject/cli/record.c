@@ -22,6 +22,7 @@
 #include <usft/usft.h>
 #include "cli.h"
 #include "trace_format.h"
+#include "trace_triggers.h"
 
 /*
  * libusft itself goes into LD_PRELOAD right after the shim: loaded as the
@@ -136,18 +137,20 @@ int usft_cmd_record(int argc, char **argv)
 		{ "rings", required_argument, NULL, 'W' },	/* long only: -R is --retval */
 		{ "follow-symlink", no_argument, NULL, 'S' },
 		{ "pid", required_argument, NULL, 'P' },
-		{ "duration", required_argument, NULL, 'T' },
+		{ "duration", required_argument, NULL, 'd' },
 		{ "argument", required_argument, NULL, 'A' },
 		{ "retval", required_argument, NULL, 'R' },
 		{ "funcgraph-retval", no_argument, NULL, 'V' },
-		{ "trigger", required_argument, NULL, 'X' },
+		{ "trigger", required_argument, NULL, 'T' },
+		{ "signal", required_argument, NULL, 'Y' },
 		{ "mount", required_argument, NULL, 'M' },	/* long only: -M is not trace-cmd's */
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	const char *tracer = "function", *output = "usft.dat", *clk = NULL;
 	char *filter = NULL, *notrace_list = NULL, *graph = NULL, *options = NULL, *graph_nt = NULL;
-	char *args_spec = NULL, *retval_spec = NULL, *triggers = NULL;
+	char *args_spec = NULL, *retval_spec = NULL, *triggers = NULL, *signals = NULL;
+	char why[512];
 	bool all_retval = false;
 	char preload[PATH_MAX], progpath[PATH_MAX], num[32];
 	long long depth = 0, bufkb = 0;
@@ -164,7 +167,7 @@ int usft_cmd_record(int argc, char **argv)
 
 	optind = 1;
 	opterr = 0;	/* bad_option() says it, with the fix */
-	while ((c = getopt_long(argc, argv, "+:p:l:n:g:N:o:b:C:O:P:A:R:qh", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+:p:l:n:g:N:o:b:C:O:P:A:R:T:qh", lo, NULL)) != -1) {
 		switch (c) {
 		case 'p':
 			tracer = optarg;
@@ -238,12 +241,13 @@ int usft_cmd_record(int argc, char **argv)
 		case 'V':
 			all_retval = true;
 			break;
-		case 'X':
-			/* the kernel's set_ftrace_filter command syntax, checked in PROG */
-			if (!strchr(optarg, ':'))
-				return usft_usage_error("record", "--trigger '%s': want FUNC:traceoff[:N], "
-							"FUNC:traceon[:N] or FUNC:stacktrace[:N]", optarg);
-			append(&triggers, optarg);
+		case 'T':
+		case 'Y':
+			/* the syntax here, the functions (and a kernel command's name) in PROG */
+			if (usft_trigger_list_check(optarg, c == 'Y', true, why, sizeof(why)))
+				return usft_usage_error("record", "%s%s", c == 'Y' ? "--signal " : "-T ",
+							why);
+			append(c == 'Y' ? &signals : &triggers, optarg);
 			break;
 		case 'q':
 			quiet = true;
@@ -268,7 +272,7 @@ int usft_cmd_record(int argc, char **argv)
 		case 'M':
 			mount_dir = optarg;
 			break;
-		case 'T': {
+		case 'd': {
 			char *end;
 
 			duration = strtod(optarg, &end);
@@ -291,10 +295,9 @@ int usft_cmd_record(int argc, char **argv)
 	if ((args_spec || retval_spec || all_retval) && strcmp(tracer, "function_graph"))
 		return usft_usage_error("record", "-A, -R and --funcgraph-retval show values in the "
 					"call tree: add -p function_graph");
-	if (pid_arg && (args_spec || retval_spec || all_retval || triggers || graph_nt))
-		return usft_usage_error("record", "-A, -R, -N, --funcgraph-retval and --trigger apply to a "
-					"program usft runs, not to -P (yet; for -N write the attached "
-					"process's set_graph_notrace: `usft mount`)");
+	if (triggers && strcmp(tracer, "function_graph") &&
+	    usft_trigger_list_check(triggers, false, false, why, sizeof(why)))
+		return usft_usage_error("record", "-T %s", why);
 	if (pid_arg && optind < argc)
 		return usft_usage_error("record", "-P PID or a program to run, not both");
 	if (!pid_arg && duration > 0)
@@ -316,12 +319,19 @@ int usft_cmd_record(int argc, char **argv)
 			.clock = clk, .depth = depth, .bufkb = bufkb, .output = output,
 			.follow_symlink = follow, .duration = duration, .quiet = quiet,
 			.mount = mount_dir,
+			.graph_notrace = graph_nt, .args = args_spec, .retval = retval_spec,
+			.triggers = triggers, .signals = signals, .funcgraph_retval = all_retval,
 		};
 		int r = usft_record_pid(pid_arg, &ra);
 
 		free(filter);
 		free(notrace_list);
 		free(graph);
+		free(graph_nt);
+		free(args_spec);
+		free(retval_spec);
+		free(triggers);
+		free(signals);
 		return r;
 	}
 	/* the program first: a missing one must not cost an existing trace */
@@ -394,6 +404,8 @@ int usft_cmd_record(int argc, char **argv)
 			setenv("USFT_FUNCGRAPH_RETVAL", "1", 1);
 		if (triggers)
 			setenv("USFT_TRIGGERS", triggers, 1);
+		if (signals)
+			setenv("USFT_SIGNALS", signals, 1);
 		if (depth) {
 			snprintf(num, sizeof(num), "%lld", depth);
 			setenv("USFT_MAX_DEPTH", num, 1);
@@ -476,6 +488,7 @@ int usft_cmd_record(int argc, char **argv)
 	free(args_spec);
 	free(retval_spec);
 	free(triggers);
+	free(signals);
 	free(options);
 	return rc;
 }

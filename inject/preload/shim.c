@@ -17,8 +17,10 @@
  *   USFT_ARGS         function_graph argument specs (-A), ';' between them;
  *                     USFT_RETVAL return-value specs (-R);
  *                     USFT_FUNCGRAPH_RETVAL=1 every return value
- *   USFT_TRIGGERS     set_ftrace_filter commands (--trigger), white space
- *                     between them: "func:traceoff[:N]", "func:traceon[:N]"
+ *   USFT_TRIGGERS     -T/--trigger tokens, white space between them: the
+ *                     kernel's "func:traceoff[:N]", "func:traceon[:N]" or
+ *                     uftrace's "func@trace_on|trace_off|finish|depth=N"
+ *   USFT_SIGNALS      --signal tokens: "SIG@trace_on|trace_off|finish"
  *   USFT_OUTPUT       trace file (default usft.dat), USFT_APPEND=1 keeps it
  *   USFT_BUFFER_SIZE  ring bytes per thread (K/M/G suffixes), 4K..16G;
  *                     USFT_MAX_THREADS ring slots, 4..65536 (a number out of
@@ -46,9 +48,9 @@
 #include <string.h>
 #include <sys/auxv.h>
 #include <unistd.h>
-#include <usft/ftrace_probe.h>
 #include <usft/usft.h>
 #include "preload.h"
+#include "trace_triggers.h"
 #include "tracer.h"
 
 /* a secure-execution program: the shim did nothing, its destructor neither */
@@ -95,27 +97,15 @@ static bool env_number(const char *name, const char *s, bool suffixes, unsigned 
 }
 
 /*
- * --trigger: each token a set_ftrace_filter command on the top level, the
- * probe core's (<usft/ftrace_probe.h>): traceoff/traceon flip the
- * recording's tracing_on, stacktrace records a stack (EV_STACK).  One that is refused is said and skipped.
+ * -T/--trigger and --signal (trace_triggers.c): each one refused is said,
+ * the others apply.
  */
-static void start_triggers(const char *list)
+static void start_triggers(void)
 {
-	char *copy, *save = NULL;
+	char why[2048];
 
-	if (!list || !*list || !(copy = strdup(list)))
-		return;
-	for (char *t = strtok_r(copy, " \t\n", &save); t; t = strtok_r(NULL, " \t\n", &save)) {
-		int r = usft_ftrace_regex_cmd(NULL, t, 1);
-
-		if (r == USFT_REGEX_GLOB)
-			fprintf(stderr, "usft: --trigger %s: no command (want FUNC:traceoff[:N], "
-				"FUNC:traceon[:N], FUNC:stacktrace[:N])\n", t);
-		else if (r < 0)
-			fprintf(stderr, "usft: --trigger %s: %s (a known command, and FUNC a "
-				"patchable function: `usft list -f PROG`)\n", t, strerror(-r));
-	}
-	free(copy);
+	if (usft_triggers_start(getenv("USFT_TRIGGERS"), getenv("USFT_SIGNALS"), why, sizeof(why)))
+		fprintf(stderr, "usft: %s\n", why);
 }
 
 __attribute__((constructor)) static void usft_preload_init(void)
@@ -141,6 +131,7 @@ __attribute__((constructor)) static void usft_preload_init(void)
 	o.args_spec = getenv("USFT_ARGS");
 	o.retval_spec = getenv("USFT_RETVAL");
 	o.funcgraph_retval = (v = getenv("USFT_FUNCGRAPH_RETVAL")) && !strcmp(v, "1");
+	o.triggers = getenv("USFT_TRIGGERS");
 	o.clock = getenv("USFT_CLOCK");
 	o.output = getenv("USFT_OUTPUT");
 	/* a number out of range is never clamped into one the user did not ask for */
@@ -181,7 +172,7 @@ __attribute__((constructor)) static void usft_preload_init(void)
 		return;
 	}
 	if (usft_tracer_active())
-		start_triggers(getenv("USFT_TRIGGERS"));
+		start_triggers();
 	if (usft_tracer_active()) {
 		/* the next image of this process (exec) appends */
 		if (!o.append)

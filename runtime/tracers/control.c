@@ -39,6 +39,7 @@
 #include <usft/version.h>
 #include "control.h"
 #include "trace_array.h"
+#include "trace_triggers.h"
 #include "tracer.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -52,6 +53,9 @@ struct ctl_conf {
 	char clock[16];
 	unsigned long buffer_kb;
 	char *output;
+	/* usft's own (docs/attach.md): what `usft record -P` carries for -N, -A, -R, -T, --signal */
+	char *graph_notrace, *args, *retval, *triggers, *signals;
+	bool funcgraph_retval;
 };
 
 static struct {
@@ -228,11 +232,71 @@ static bool known_tracer(const char *t)
 	       !strcmp(t, "profile") || !strcmp(t, "nop");
 }
 
+/* -A/-R over the wire: "FUNC@VAL[,VAL]...;..." (the values are checked at START) */
+static bool spec_list_ok(const char *v)
+{
+	const char *p = v;
+
+	while (*p) {
+		size_t n = strcspn(p, ";");
+		const char *at = memchr(p, '@', n);
+
+		if (!at || at == p || at + 1 == p + n)
+			return false;
+		for (size_t i = 0; i < n; i++)
+			if (p[i] == ' ' || p[i] == '\t' || (unsigned char)p[i] < 0x20)
+				return false;
+		p += n;
+		if (*p == ';' && !*++p)
+			return false;
+	}
+	return true;
+}
+
+/* the files of usft's own (-N, -A, -R, -T, --signal); Return: 1 not one of them, 0, -errno */
+static int write_usft_file(const char *name, const char *v, char *why, size_t wlen)
+{
+	struct ctl_conf *c = &C.conf;
+	int r;
+
+	if (!strcmp(name, "set_graph_notrace")) {
+		set_str(&c->graph_notrace, v);
+	} else if (!strcmp(name, "argument") || !strcmp(name, "retval")) {
+		if (*v && !spec_list_ok(v)) {
+			snprintf(why, wlen, "%s takes FUNC@VAL[,VAL]... with ';' between specs "
+				 "(e.g. 'main@arg1,arg2'), not '%s'", name, v);
+			return -EINVAL;
+		}
+		set_str(!strcmp(name, "argument") ? &c->args : &c->retval, v);
+	} else if (!strcmp(name, "options/funcgraph-retval")) {
+		if (strcmp(v, "0") && strcmp(v, "1")) {
+			snprintf(why, wlen, "options/funcgraph-retval takes 0 or 1");
+			return -EINVAL;
+		}
+		c->funcgraph_retval = *v == '1';
+	} else if (!strcmp(name, "triggers") || !strcmp(name, "signal_triggers")) {
+		bool sig = name[0] == 's';
+
+		char msg[400];
+
+		r = usft_trigger_list_check(v, sig, true, msg, sizeof(msg));
+		if (r) {
+			snprintf(why, wlen, "%s: %s", name, msg);
+			return r;
+		}
+		set_str(sig ? &c->signals : &c->triggers, v);
+	} else {
+		return 1;
+	}
+	return 0;
+}
+
 /* Return: 0 or -errno with @why said */
 static int write_file(const char *name, const char *v, char *why, size_t wlen)
 {
 	struct ctl_conf *c = &C.conf;
 	char *end;
+	int r;
 
 	if (!strcmp(name, "tracing_on")) {
 		if (!usft_tracer_active()) {
@@ -291,6 +355,8 @@ static int write_file(const char *name, const char *v, char *why, size_t wlen)
 			return -EINVAL;
 		}
 		set_str(&c->output, v);
+	} else if ((r = write_usft_file(name, v, why, wlen)) <= 0) {
+		return r;
 	} else {
 		snprintf(why, wlen, "no file '%s'", name);
 		return -ENOENT;
@@ -336,6 +402,18 @@ static int read_file(const char *name, char **buf, size_t *len, char *why, size_
 		fprintf(f, "%lu\n", c->buffer_kb ? c->buffer_kb : 65536);
 	else if (!strcmp(name, "output"))
 		fprintf(f, "%s\n", c->output ? c->output : "");
+	else if (!strcmp(name, "set_graph_notrace"))
+		fprintf(f, "%s\n", c->graph_notrace ? c->graph_notrace : "");
+	else if (!strcmp(name, "argument"))
+		fprintf(f, "%s\n", c->args ? c->args : "");
+	else if (!strcmp(name, "retval"))
+		fprintf(f, "%s\n", c->retval ? c->retval : "");
+	else if (!strcmp(name, "options/funcgraph-retval"))
+		fprintf(f, "%d\n", c->funcgraph_retval);
+	else if (!strcmp(name, "triggers"))
+		fprintf(f, "%s\n", c->triggers ? c->triggers : "");
+	else if (!strcmp(name, "signal_triggers"))
+		fprintf(f, "%s\n", c->signals ? c->signals : "");
 	else if (!strcmp(name, "tracing_on"))
 		fprintf(f, "%d\n", usft_tracer_active() &&
 			__atomic_load_n(&usft_tracing_on, __ATOMIC_RELAXED));
@@ -411,15 +489,27 @@ static int do_start(char *why, size_t wlen)
 	o.filter = c->filter;
 	o.notrace_list = c->notrace_list;
 	o.graph_funcs = c->graph;
+	o.graph_notrace = c->graph_notrace;
+	o.args_spec = c->args;
+	o.retval_spec = c->retval;
+	o.funcgraph_retval = c->funcgraph_retval;
+	o.triggers = c->triggers;
 	o.max_depth = c->max_depth;
 	o.clock = c->clock[0] ? c->clock : NULL;
 	o.buffer_size = c->buffer_kb << 10;
 	o.output = c->output;
 	o.append = true;
 	o.reusable = true;
+	if ((o.args_spec || o.retval_spec || o.funcgraph_retval) && strcmp(c->tracer, "function_graph")) {
+		snprintf(why, wlen, "argument, retval and options/funcgraph-retval show values in the "
+			 "call tree: the function_graph tracer only");
+		return -EINVAL;
+	}
 	ret = usft_tracer_start(&o);
 	if (ret) {
-		snprintf(why, wlen, "%s tracer not started: %s", c->tracer, strerror(-ret));
+		snprintf(why, wlen, "%s tracer not started: %s%s", c->tracer, strerror(-ret),
+			 o.args_spec || o.retval_spec ? " (a bad argument or retval spec: the "
+			 "process's stderr names it)" : "");
 		return ret;
 	}
 	if (!usft_tracer_active()) {
@@ -428,11 +518,19 @@ static int do_start(char *why, size_t wlen)
 			 "no patchable functions in this process (build it with the patch flags)");
 		return -ENOENT;
 	}
+	/* the triggers on the recording: one refused, and nothing is recorded */
+	ret = usft_triggers_start(c->triggers, c->signals, why, wlen);
+	if (ret) {
+		usft_triggers_stop();
+		usft_tracer_end();
+		return ret;
+	}
 	return 0;
 }
 
 static void do_stop(void)
 {
+	usft_triggers_stop();
 	usft_tracer_end();
 }
 
@@ -771,6 +869,11 @@ void usft_control_set_conf(const struct usft_trace_opts *o)
 	set_str(&C.conf.filter, o->filter);
 	set_str(&C.conf.notrace_list, o->notrace_list);
 	set_str(&C.conf.graph, o->graph_funcs);
+	set_str(&C.conf.graph_notrace, o->graph_notrace);
+	set_str(&C.conf.args, o->args_spec);
+	set_str(&C.conf.retval, o->retval_spec);
+	set_str(&C.conf.triggers, o->triggers);
+	C.conf.funcgraph_retval = o->funcgraph_retval;
 	C.conf.max_depth = o->max_depth;
 	set_str(&C.conf.output, o->output);
 	pthread_mutex_unlock(&C.lock);

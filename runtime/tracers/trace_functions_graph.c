@@ -18,17 +18,45 @@
  */
 #include <errno.h>
 #include "trace_args.h"
+#include "trace_triggers.h"
 #include "tracer.h"
 
 static int graph_max_depth;
 static bool graph_filter_on;
 static bool graph_notrace_on;		/* -N */
 static bool graph_args_on;		/* -A, -R or --funcgraph-retval */
+static bool graph_depth_on;		/* -T FUNC@depth=N */
 static bool graph_plain = true;		/* none of -g, -D, -A, -R: the callbacks' fast path */
 /* depth + 1 of the -g function frame this thread is inside, 0: outside */
 static __thread int graph_start __attribute__((tls_model("initial-exec")));
 /* depth + 1 of the -N function frame this thread is inside, 0: outside */
 static __thread int graph_nt_depth __attribute__((tls_model("initial-exec")));
+/* inside a depth=N function: frames at depth >= this are not recorded (0: -D's bound) */
+static __thread int graph_dlimit __attribute__((tls_model("initial-exec")));
+
+/*
+ * -T FUNC@depth=N (uftrace's depth trigger): FUNC is recorded with N - 1
+ * levels below it whatever -D says, and the bound before it comes back at
+ * its return: the old bound is kept in the frame's fgraph data.  A frame
+ * that finds no room for it (deep recursion) keeps the bound it had.
+ */
+static __attribute__((noinline)) void graph_depth_enter(struct fgraph_ops *gops, int bound)
+{
+	int *save = fgraph_reserve_data(gops->idx, sizeof(int));
+
+	if (save) {
+		*save = graph_dlimit;
+		graph_dlimit = bound;
+	}
+}
+
+static __attribute__((noinline)) void graph_depth_leave(struct fgraph_ops *gops)
+{
+	int *save = fgraph_retrieve_data(gops->idx, NULL);
+
+	if (save)
+		graph_dlimit = *save;
+}
 
 /*
  * Entries are kept back one step (usft_tbuf.pend_*): the next entry writes
@@ -99,7 +127,7 @@ static int graph_entry(struct ftrace_graph_ent *trace, struct fgraph_ops *gops,
 {
 	struct usft_tbuf *b;
 	uint64_t w0, w1;
-	int depth = trace->depth;
+	int depth = trace->depth, bound = 0;
 	bool started = false, ok = true;
 
 	if (unlikely(!__atomic_load_n(&usft_tracing_on, __ATOMIC_RELAXED)))
@@ -122,8 +150,11 @@ static int graph_entry(struct ftrace_graph_ent *trace, struct fgraph_ops *gops,
 			}
 			depth -= graph_start - 1;
 		}
-		if (graph_max_depth && depth >= graph_max_depth)
-			return 0;
+		if (unlikely(graph_depth_on) && (bound = usft_graph_depth_match(trace->func)))
+			bound += depth;
+		else if (graph_dlimit ? depth >= graph_dlimit
+				      : graph_max_depth && depth >= graph_max_depth)
+			goto refuse_hooked;
 	}
 	b = usft_tbuf_get();
 	if (unlikely(!b))
@@ -149,8 +180,11 @@ static int graph_entry(struct ftrace_graph_ent *trace, struct fgraph_ops *gops,
 	}
 	usft_tbuf_end(b);
 done:
-	if (likely(ok))
+	if (likely(ok)) {
+		if (unlikely(bound))
+			graph_depth_enter(gops, bound);
 		return 1;
+	}
 	/* not hooked: its return is lost too (lost counts events) */
 	b->lost++;
 	goto refuse_hooked;
@@ -180,6 +214,8 @@ static void graph_return(struct ftrace_graph_ret *trace, struct fgraph_ops *gops
 			graph_nt_depth = 0;	/* the -N function's own return */
 			return;
 		}
+		if (unlikely(graph_depth_on))
+			graph_depth_leave(gops);
 		if (graph_filter_on) {
 			depth -= graph_start - 1;
 			if (trace->depth + 1 == graph_start)
@@ -252,7 +288,9 @@ static int graph_init(const struct usft_trace_opts *o)
 	if (ret)
 		return ret;
 	graph_args_on = usft_args_any();
-	graph_plain = !graph_filter_on && !graph_notrace_on && !graph_max_depth && !graph_args_on;
+	graph_depth_on = o->triggers && usft_graph_depth_resolve(o->triggers) >= 0;
+	graph_plain = !graph_filter_on && !graph_notrace_on && !graph_max_depth && !graph_args_on &&
+		      !graph_depth_on;
 	ret = usft_apply_filters(&graph_ops.ops, o);
 	if (ret)
 		return ret;
@@ -271,6 +309,8 @@ static void graph_reset(void)
 	graph_filter_on = false;
 	graph_notrace_on = false;
 	graph_args_on = false;
+	graph_depth_on = false;
+	usft_graph_depth_free();
 	usft_args_reset();
 }
 
@@ -282,6 +322,8 @@ static void graph_refilter(void)
 		usft_resolve_graph_funcs(NULL);
 	if (graph_notrace_on)
 		usft_resolve_graph_notrace(NULL);
+	if (graph_depth_on)
+		usft_graph_depth_resolve(NULL);
 	if (any && !graph_registered)
 		graph_registered = !register_ftrace_graph(&graph_ops);
 }

@@ -43,6 +43,7 @@ struct usft_trace_opts {
 	const char *args_spec;		/* -A: "GLOB@arg1,arg2;..." (trace_args.c) */
 	const char *retval_spec;	/* -R: "GLOB@retval;..." */
 	bool funcgraph_retval;		/* every return value, the kernel's option */
+	const char *triggers;		/* -T tokens: function_graph takes the depth=N ones */
 };
 
 /* one tracer (kernel struct tracer) */

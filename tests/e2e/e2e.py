@@ -381,8 +381,6 @@ def case_graph_notrace():
     graph_case("graph_notrace", "nest", extra=("-N", "middle", "-N", "fact"))
     rc, info, err = usft("info", "-i", "trace.dat")
     check(rc == 0 and "# graph notrace -N : middle fact" in info, "usft info: %d %r" % (rc, info))
-    rc, out, err = usft("record", "-P", "1", "-N", "middle")
-    check(rc == 2 and "-N" in err and "not to -P" in err, "-N with -P: %d %r" % (rc, err))
     graph_case("graph_notrace", "nest", extra=("-N", "mid* fac*", "-N", "lea*", "-N", "!leaf"))
     r = record([tracee("nest")], "function_graph", ("-g", "outer", "-N", "leaf"))
     text = canonical(report("text"))
@@ -474,6 +472,38 @@ def case_stacktrace():
     text = report("text")
     check(stack_blocks(text) == "leaf => middle => outer => main\n" and "/* <stack trace>" in text,
           "function_graph stack:\n" + text)
+
+
+def case_triggers_uftrace():
+    """-T in uftrace's syntax: FUNC@depth=N (FUNC and N - 1 levels below it,
+    whatever -D says), FUNC@trace_off / FUNC@traceon, FUNC@finish (the
+    recording ends there: FUNC's own call is not in it, the program runs on);
+    unsupported or misplaced actions are refused before the program runs."""
+    graph_case("triggers_depth", "nest", extra=("-T", "outer@depth=2", "-T", "tail_caller@depth=1",
+                                                "--max-graph-depth", "5"))
+    graph_case("triggers_onoff", "nest", extra=("-T", "fact@trace_off", "-T", "tail_caller@traceon"))
+    graph_case("triggers_finish", "nest", extra=("-T", "middle@finish",))
+    for bad, words in ((("-T", "fact@time=2"), "not supported"),
+                       (("-T", "fact@bogus"), "unknown action"),
+                       (("-T", "fact@depth=0"), "depth=N takes"),
+                       (("-T", "fact@traceon,traceoff"), "at once"),
+                       (("-p", "function", "-T", "fact@depth=2"), "function_graph")):
+        rc, out, err = usft("record", *bad, "--", tracee("nest"))
+        check(rc == 2 and words in err, "%s: %d %r" % (bad, rc, err))
+
+
+def case_signal_triggers():
+    """--signal SIG@ACTION: the signal flips the recording, and the program's
+    own handlers still run (SIGUSR2's on its alternate stack): its output is
+    the same; a fault signal is refused."""
+    graph_case("signal_triggers", "signals", extra=("--signal", "SIGUSR1@trace_off",
+                                                    "--signal", "USR2@trace_on"))
+    r = record([tracee("signals")], "function_graph", ("--signal", "SIGUSR1@finish"))
+    text = report("text")
+    check("raise_it() {" in text and "handler" not in text, "finish on SIGUSR1:\n" + text)
+    for sig in ("SIGSEGV", "SIGKILL", "SIGNOPE"):
+        rc, out, err = usft("record", "--signal", sig + "@trace_off", "--", tracee("signals"))
+        check(rc == 2 and "--signal" in err, "%s: %d %r" % (sig, rc, err))
 
 
 def case_clock_mono():
