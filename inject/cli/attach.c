@@ -565,6 +565,38 @@ static int finish_record(struct usft_out *out, const struct usft_target *t, bool
 	return rc;
 }
 
+/*
+ * -N, -A, -R, --funcgraph-retval, -T and --signal: one WRITE each, empty
+ * when not given (the runtime keeps what an earlier session wrote); the
+ * runtime checks the syntax (docs/attach.md).  A runtime that predates
+ * them answers "no file": fine for an empty one.  Return: 0 or -errno, *@why.
+ */
+static int write_extras(int fd, const struct usft_record_args *a, char **why)
+{
+	const struct {
+		const char *name, *value;
+	} w[] = {
+		{ "set_graph_notrace", a->graph_notrace },
+		{ "argument", a->args },
+		{ "retval", a->retval },
+		{ "options/funcgraph-retval", a->funcgraph_retval ? "1" : "0" },
+		{ "triggers", a->triggers },
+		{ "signal_triggers", a->signals },
+	};
+	int r = 0;
+
+	for (size_t i = 0; i < sizeof(w) / sizeof(w[0]) && !r; i++) {
+		bool given = w[i].value && *w[i].value && strcmp(w[i].value, "0");
+
+		free(*why);
+		*why = NULL;
+		r = ctl_write(fd, w[i].name, w[i].value ? w[i].value : "", why);
+		if (r == -ENOENT && !given)
+			r = 0;
+	}
+	return r;
+}
+
 int usft_record_pid(const char *arg, const struct usft_record_args *a)
 {
 	struct usft_target t;
@@ -613,6 +645,8 @@ int usft_record_pid(const char *arg, const struct usft_record_args *a)
 		if (r)
 			step = "configure";
 	}
+	if (!step && (r = write_extras(fd, a, &why)))
+		step = "configure";
 	usft_attach_step("configured (WRITEs)");
 	if (!step) {
 		free(why);
@@ -667,7 +701,10 @@ int usft_record_pid(const char *arg, const struct usft_record_args *a)
 	usft_tracefs_autounmount(mnt);
 	r = ctl_request(fd, USFT_CTL_STOP, NULL, &why);
 	usft_attach_step("STOP request");
-	if (r && r != -EPIPE)
+	if (r == -EINVAL && !a->quiet)
+		fprintf(stderr, "usft: process %d: the recording had ended there (a finish trigger)\n",
+			(int)pid);
+	else if (r && r != -EPIPE)
 		fprintf(stderr, "usft record: process %d: stop: %s\n", (int)pid,
 			why && *why ? why : strerror(-r));
 	free(why);

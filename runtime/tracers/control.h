@@ -79,6 +79,16 @@ enum usft_ctl_op {
  *   tracing_on           rw  0 | 1 while recording (events kept or not)
  *   enabled_functions    r   the kernel's format: "func (refs) R I D O M"
  *   stat                 r   `usft stat` of this process: options and counters
+ *   set_graph_notrace    rw  functions (-N): not them nor what they call
+ *   argument, retval     rw  -A / -R specs "FUNC@VAL[,VAL]", ';' between specs
+ *   options/funcgraph-retval  rw  0 | 1 (--funcgraph-retval)
+ *   triggers             rw  -T tokens, white space between: "FUNC:traceoff[:N]",
+ *                            "FUNC:traceon[:N]", "FUNC@trace_on|trace_off|finish|depth=N"
+ *   signal_triggers      rw  --signal tokens: "SIG@trace_on|trace_off|finish"
+ * (these six: usft's, since version 1 of this protocol; a WRITE that does
+ * not parse is refused with -EINVAL and the reason; functions are looked up
+ * at START, which fails with the reason when one is refused.  STOP removes
+ * the triggers and signal hooks again.)
  * Writes other than tracing_on are refused (-EBUSY) while recording.
  */
 

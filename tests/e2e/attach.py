@@ -100,6 +100,80 @@ def check_server_result(srv):
 
 # ---- cases ------------------------------------------------------------------
 
+def ctl_path(pid):
+    """the control socket of @pid (control.h: the first of its directories)"""
+    for d in ("%s/usft" % os.environ.get("XDG_RUNTIME_DIR", "/nonexistent"), "/run/usft",
+              "/tmp/usft-%d" % os.getuid()):
+        if os.path.exists(os.path.join(d, "%d.sock" % pid)):
+            return os.path.join(d, "%d.sock" % pid)
+    raise Fail("no control socket for %d" % pid)
+
+
+def ctl_conn(path):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    s.settimeout(5)
+    s.connect(path)
+    return s
+
+
+def ctl_req(s, op, text=b"", raw=None):
+    """one request (docs/attach.md); Return: (status, reply text), (None, None) closed"""
+    s.send(raw if raw is not None else
+           struct.pack("<IHHIiII", 0x43465355, 1, op, 0, 0, len(text), 0) + text)
+    out = b""
+    while True:
+        p = s.recv(24 + 65536)
+        if not p:
+            return None, None
+        magic, ver, rop, flags, status, n, _ = struct.unpack("<IHHIiII", p[:24])
+        out += p[24:24 + n]
+        if not flags & 1:
+            return status, out.decode()
+
+
+def case_record_triggers():
+    """record -P carries -N, -A, -T and --signal over the control channel: the
+    attached runtime applies them (depth=N cuts mix below work, -N drops
+    blocked_sum, -A shows checksum's n); after the detach no hook is left
+    (SigCgt as before); a finish trigger ends the recording in the process;
+    a value that does not parse is refused at WRITE."""
+    srv = Server()
+    try:
+        before = read_text(srv.pid)
+        caught = status_field(srv.pid, "SigCgt")
+        rc, out, err = usft("record", "-P", srv.pid, "-p", "function_graph", "-l", "work",
+                            "-l", "checksum", "-l", "mix", "-l", "blocked_sum",
+                            "-N", "blocked_sum", "-T", "work@depth=2", "-A", "checksum@arg2",
+                            "--signal", "SIGUSR2@trace_off", "--duration", "0.2", "-o", "t.dat")
+        check(rc == 0, "record -P failed (%d): %s" % (rc, err))
+        text = report("t.dat")
+        check("work() {" in text and "checksum(200);" in text, "no work/checksum(200):\n" + text[:2000])
+        check("mix" not in text and "blocked_sum" not in text, "depth / -N ignored:\n" + text[:2000])
+        check(read_text(srv.pid) == before, "text differs after detach")
+        usr2 = 1 << (signal.SIGUSR2 - 1)
+        check(int(status_field(srv.pid, "SigCgt"), 16) & usr2 == int(caught, 16) & usr2,
+              "SIGUSR2 hook left: SigCgt %s, was %s" % (status_field(srv.pid, "SigCgt"), caught))
+        rc, out, err = usft("record", "-P", srv.pid, "-p", "function_graph", "-l", "work",
+                            "-T", "work@finish", "--duration", "0.2", "-o", "f.dat")
+        check(rc == 0 and "had ended there" in err, "finish over -P (%d): %s" % (rc, err))
+        check(read_text(srv.pid) == before, "text differs after finish")
+        rc, out, err = usft("attach", srv.pid)
+        check(rc == 0, "attach (%d): %s" % (rc, err))
+        s = ctl_conn(ctl_path(srv.pid))
+        for name, value in ((b"triggers", b"work@bogus"), (b"signal_triggers", b"SIGSEGV@finish"),
+                            (b"argument", b"checksum"), (b"options/funcgraph-retval", b"2")):
+            st, t = ctl_req(s, 3, name + b"\n" + value)
+            check(st == -22 and t, "WRITE %s %s: %s %r" % (name, value, st, t))
+        st, t = ctl_req(s, 2, b"triggers")
+        check(st == 0 and t == "work@finish\n", "triggers after refused writes: %r" % t)
+        s.close()
+        rc, out, err = usft("detach", srv.pid)
+        check(rc == 0, "detach (%d): %s" % (rc, err))
+        check_server_result(srv)
+    finally:
+        srv.kill()
+
+
 def case_record():
     """record -P: a call tree; detach: text identical, threads gone."""
     srv = Server()
@@ -139,32 +213,13 @@ def case_control():
         check(rc == 0 and "usft-control 1" in out, "attach (%d): %s %s" % (rc, out, err))
         rc, out, err = usft("stat", "-P", srv.pid)
         check(rc == 0 and re.search(r"nr_sites\s+[1-9]", out), "stat -P: %s %s" % (out, err))
-        path = "/run/usft/%d.sock" % srv.pid
-        if not os.path.exists(path):
-            path = [os.path.join(d, "%d.sock" % srv.pid) for d in
-                    ("%s/usft" % os.environ.get("XDG_RUNTIME_DIR", "/nonexistent"),
-                     "/tmp/usft-%d" % os.getuid()) if os.path.exists(os.path.join(d, "%d.sock" % srv.pid))][0]
+        path = ctl_path(srv.pid)
         check(os.stat(path).st_mode & 0o777 == 0o600, "socket mode %o" % os.stat(path).st_mode)
 
         def conn():
-            s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-            s.settimeout(5)
-            s.connect(path)
-            return s
+            return ctl_conn(path)
 
-        def req(s, op, text=b"", raw=None):
-            s.send(raw if raw is not None else
-                   struct.pack("<IHHIiII", 0x43465355, 1, op, 0, 0, len(text), 0) + text)
-            out = b""
-            while True:
-                p = s.recv(24 + 65536)
-                if not p:
-                    return None, None
-                magic, ver, rop, flags, status, n, _ = struct.unpack("<IHHIiII", p[:24])
-                out += p[24:24 + n]
-                if not flags & 1:
-                    return status, out.decode()
-
+        req = ctl_req
         s = conn()
         st, t = req(s, 3, b"current_tracer\nfunction")
         check(st == 0, "write current_tracer: %s %s" % (st, t))
