@@ -56,6 +56,7 @@ struct task_ent {
 
 static struct {
 	bool active;
+	bool stopping;			/* a thread is in usft_tracer_stop() */
 	const struct usft_tracer *tracer;
 	struct usft_trace_opts opts;
 	char *output;
@@ -896,6 +897,7 @@ static void atfork_child(void)
 {
 	int ppid;
 
+	S.stopping = false;
 	if (!S.active) {
 		if (fork_locked)
 			pthread_mutex_init(&S.lock, NULL);
@@ -1213,6 +1215,17 @@ void usft_tracer_stop(void)
 {
 	if (!S.active || getpid() != S.pid)
 		return;
+	/*
+	 * One stopper: the program's exit can meet a STOP of the control
+	 * thread or a finish trigger's usft-finish thread; the second waits
+	 * (2 s at most) for the first to finish the file, never joins the
+	 * writer a second time.
+	 */
+	if (__atomic_exchange_n(&S.stopping, true, __ATOMIC_ACQ_REL)) {
+		for (int i = 0; i < 2000 && __atomic_load_n(&S.active, __ATOMIC_ACQUIRE); i++)
+			usleep(1000);
+		return;
+	}
 	__atomic_store_n(&usft_tracing_on, 0, __ATOMIC_RELEASE);
 	usft_tbuf_set_lossless(false);
 	usft_self_begin();
@@ -1224,7 +1237,8 @@ void usft_tracer_stop(void)
 	if (S.fd >= 0)
 		close(S.fd);
 	S.fd = -1;
-	S.active = false;
+	__atomic_store_n(&S.active, false, __ATOMIC_RELEASE);
+	__atomic_store_n(&S.stopping, false, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&S.lock);
 	usft_self_end();
 }
