@@ -172,8 +172,8 @@ static int apply_cmd(const char *tok, const char *shown, char *why, size_t wlen)
 	int r = usft_ftrace_regex_cmd(NULL, tok, 1);
 
 	if (r == USFT_REGEX_GLOB) {
-		say(why, wlen, "--trigger %s%s: no command (want FUNC:traceoff[:N], FUNC:traceon[:N], FUNC:stacktrace[:N])",
-		    shown, "");
+		say(why, wlen, "--trigger %s%s: no command (want FUNC:traceoff[:N], "
+		    "FUNC:traceon[:N], FUNC:stacktrace[:N])", shown, "");
 		return -EINVAL;
 	}
 	if (r < 0) {
