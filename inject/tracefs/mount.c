@@ -78,6 +78,10 @@ static const struct tfile files[] = {
 	{ "set_graph_notrace", 0644, F_TOP | F_LIST },
 	{ "max_graph_depth", 0644, F_TOP },
 	{ "function_profile_enabled", 0644, F_TOP },
+	{ "stack_trace", 0444, F_TOP },
+	{ "stack_max_size", 0644, F_TOP },
+	{ "stack_trace_filter", 0644, F_TOP | F_LIST },
+	{ "stack_tracer_enabled", 0644, F_TOP },	/* the kernel's sysctl */
 	{ "snapshot", 0644, F_TRUNC },
 	{ "error_log", 0644, 0 },
 	{ "set_event", 0644, F_LIST },

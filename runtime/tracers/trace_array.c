@@ -40,7 +40,9 @@
 #include <usft/ftrace_probe.h>
 #include <usft/usft.h>
 #include "tid.h"
+#include <usft/stacktrace.h>
 #include "trace_array.h"
+#include "trace_stack.h"
 #include "trace_events.h"
 #include "tracer.h"
 
@@ -57,7 +59,8 @@ struct ta_ent {
 	uint8_t depth;
 	uint64_t a, b, c, d, e;	/* FUNC: ip, parent; GENT: func; GRET: func,
 				   calltime, retval; MARK: marker number;
-				   STACK: the function a stacktrace probe hit;
+				   STACK: the function, the number of its stack
+				   in the array's store, its frames;
 				   EVENT: offset, length, id (trace_events.c) */
 };
 
@@ -153,6 +156,7 @@ struct trace_array {
 	unsigned long marks_nr;
 	struct ta_mark *marks;
 	char *errlog;			/* error_log text */
+	struct usft_stack_store *stacks;	/* TA_STACK frames (trace_stack.c) */
 	int nr_errs;			/* its entries */
 	bool ready;
 };
@@ -287,10 +291,18 @@ static void ta_function_call(unsigned long ip, unsigned long parent_ip, struct f
 	struct trace_array *tr = op->private;
 	unsigned int cpu;
 
-	(void)fregs;
 	if (!ta_wants(tr, &cpu))
 		return;
 	ta_emit(tr, cpu, ta_now(tr->clock), TA_FUNC, 0, ip, parent_ip, 0, 0);
+	if (unlikely(OPT(tr, OPT_FUNC_STACK))) {
+		/* kernel function_stack_trace_call(): the stack after the call */
+		unsigned long f[USFT_STACK_ENTRIES];
+		unsigned int n = usft_stack_trace_save_fregs(fregs, ip, parent_ip, f, NULL,
+							     USFT_STACK_ENTRIES);
+
+		ta_emit(tr, cpu, ta_now(tr->clock), TA_STACK, 0, ip,
+			usft_stack_store_put(tr->stacks, f, n), n, 0);
+	}
 }
 
 static int ta_graph_entry(struct ftrace_graph_ent *trace, struct fgraph_ops *gops,
@@ -377,12 +389,15 @@ void usft_trace_array_set_on(struct trace_array *tr, bool on)
 
 void usft_trace_array_dump_stack(struct trace_array *tr, unsigned long ip, int skip)
 {
-	unsigned int cpu = *usft_tbuf_cpu_ptr();
+	unsigned int cpu = *usft_tbuf_cpu_ptr(), n;
+	unsigned long f[USFT_STACK_ENTRIES];
 
-	(void)skip;
 	if (usft_tbuf_self == USFT_TBUF_SELF || !__atomic_load_n(&tr->on, __ATOMIC_RELAXED))
 		return;
-	ta_emit(tr, cpu, ta_now(tr->clock), TA_STACK, 0, ip, 0, 0, 0);
+	/* in a probe from the probed function; else past our own frame and @skip more */
+	n = stack_trace_save(f, USFT_STACK_ENTRIES, skip > 0 ? (unsigned int)skip : 0);
+	ta_emit(tr, cpu, ta_now(tr->clock), TA_STACK, 0, ip, usft_stack_store_put(tr->stacks, f, n),
+		n, 0);
 }
 
 /* trace events (trace_events.c): whether @tr takes one now, and its entry */
@@ -473,7 +488,12 @@ static int ta_setup(struct trace_array *tr, const char *name)
 		return -ENOMEM;
 	}
 	tr->marks = calloc(TA_MARKS, sizeof(*tr->marks));
-	if (!tr->marks) {
+	tr->stacks = usft_stack_store_new();
+	if (!tr->marks || !tr->stacks) {
+		free(tr->marks);
+		usft_stack_store_free(tr->stacks);
+		tr->marks = NULL;
+		tr->stacks = NULL;
 		munmap(tr->ring.ents, TA_MAX_ENTS * sizeof(struct ta_ent));
 		tr->ring.ents = NULL;
 		return -ENOMEM;
@@ -602,6 +622,7 @@ int usft_tracefs_rmdir(const char *name, char *why, size_t wlen)
 	free(tr->nopids);
 	free(tr->snap);
 	free(tr->marks);
+	usft_stack_store_free(tr->stacks);
 	free(tr->errlog);
 	free(tr);
 	return 0;
@@ -849,10 +870,18 @@ static bool print_ent(FILE *f, struct trace_array *tr, struct comm_cache *cc,
 		return false;
 	}
 	if (e->type == TA_STACK) {
-		/* differs: only the probed function (no unwinder in a callback) */
-		fputs("<stack trace>\n => ", f);
-		print_sym(f, tr, e->a, true);
-		fputc('\n', f);
+		/* kernel trace_stack_print() */
+		unsigned long fr[USFT_STACK_ENTRIES];
+		unsigned int n = usft_stack_store_get(tr->stacks, e->b, (unsigned int)e->c, fr);
+
+		fputs("<stack trace>\n", f);
+		if (!n && e->c)
+			fputs(" => <overwritten>\n", f);
+		for (unsigned int i = 0; i < n; i++) {
+			fputs(" => ", f);
+			print_sym(f, tr, fr[i], !i);
+			fputc('\n', f);
+		}
 		return false;
 	}
 	print_sym(f, tr, e->a, true);
@@ -1108,6 +1137,7 @@ void usft_tracefs_reset(void)
 
 	while (instances)
 		usft_tracefs_rmdir(instances->name, why, sizeof(why));
+	usft_stack_tracer_reset();
 	if (!top.ready)
 		return;
 	ta_stop_tracer(&top);
@@ -1691,6 +1721,14 @@ static const char readme_text[] =
 	"  set_graph_function\t- Trace the nested calls of a function (function_graph)\n"
 	"  set_graph_notrace\t- Do not trace the nested calls of a function (function_graph)\n"
 	"  max_graph_depth\t- Trace a limited depth of nested calls (0 is unlimited)\n"
+	"  stack_trace\t\t- Shows the max stack trace when active\n"
+	"  stack_max_size\t- Shows current max stack size that was traced\n"
+	"\t\t\t  Write into this file to reset the max size (trigger a\n"
+	"\t\t\t  new trace)\n"
+	"  stack_trace_filter\t- Like set_ftrace_filter but limits what stack_trace\n"
+	"\t\t\t  traces\n"
+	"  stack_tracer_enabled\t- 1 turns the stack tracer on (the kernel's sysctl\n"
+	"\t\t\t  /proc/sys/kernel/stack_tracer_enabled)\n"
 	"\n  snapshot\t\t- Like 'trace' but shows the content of the static\n"
 	"\t\t\t  snapshot buffer. Read the contents for more\n"
 	"\t\t\t  information\n"
@@ -1797,6 +1835,9 @@ int usft_tracefs_read(const char *path, FILE *f, char *why, size_t wlen)
 		return -ENOENT;
 	}
 	if (tr == &top) {
+		ret = usft_stack_tracer_read(file, f);	/* trace_stack.c */
+		if (ret != -ENOENT)
+			return ret;
 		if (!strcmp(file, "available_filter_functions"))
 			return usft_print_available_functions(f, 0), 0;
 		if (!strcmp(file, "available_filter_functions_addrs"))
@@ -1859,7 +1900,10 @@ static int write_top_file(const char *file, const char *v, size_t len, bool appe
 			  size_t wlen)
 {
 	unsigned long n;
+	int r = usft_stack_tracer_write(file, v, len, append, why, wlen);	/* trace_stack.c */
 
+	if (r != -ENOENT)
+		return r;
 	if (!strcmp(file, "set_graph_function"))
 		return write_graph_set(&graph_fn_ops, &graph_fn_set, v, len, append, why, wlen);
 	if (!strcmp(file, "set_graph_notrace"))

@@ -350,6 +350,83 @@ def case_instances():
     t.finish()
 
 
+def stack_after(text, func):
+    """the frames of the first <stack trace> whose first frame is func"""
+    ls = text.splitlines()
+    for i, l in enumerate(ls):
+        if l.endswith("<stack trace>") and i + 1 < len(ls) and \
+                ls[i + 1].startswith(" => " + func):
+            out = []
+            for f in ls[i + 1:]:
+                if not f.startswith(" => "):
+                    break
+                out.append(f[4:].split("+")[0])
+            return out
+    return None
+
+
+def case_stack():
+    """stack traces: the stacktrace command's entries hold the stack (the
+    probed function, then its callers), options/func_stack_trace adds one
+    after each function event, and the stack tracer's files (stack_trace,
+    stack_max_size, stack_trace_filter, stack_tracer_enabled)."""
+    t = Tracee()
+    m = Mount(t.pid)
+    try:
+        st = m.read("stack_trace")
+        check(st.startswith("        Depth    Size   Location    (0 entries)\n") and
+              "Stack tracer disabled" in st, "stack_trace before: %r" % st)
+        check(m.read("stack_tracer_enabled") == "0\n" and m.read("stack_max_size") == "0\n",
+              "stack tracer off at first")
+        m.ok("set_ftrace_filter", "mix:stacktrace\n", append=True)
+        wait_for(lambda: stack_after(m.read("trace"), "mix"), "a stacktrace entry")
+        fr = stack_after(m.read("trace"), "mix")
+        check(fr[:2] == ["mix", "checksum"], "stack of mix: %r" % fr)
+        m.ok("set_ftrace_filter", "!mix:stacktrace\n", append=True)
+        # func_stack_trace: a stack after each function event
+        m.ok("set_ftrace_filter", "checksum\n")
+        m.ok("options/func_stack_trace", "1\n")
+        m.ok("trace", "\n")
+        m.ok("current_tracer", "function\n")
+        wait_for(lambda: stack_after(m.read("trace"), "checksum"), "func_stack_trace entries")
+        text = m.read("trace")
+        check(stack_after(text, "checksum")[:2] == ["checksum", "work"],
+              "func_stack_trace: %r" % stack_after(text, "checksum"))
+        ls = text.splitlines()
+        i = next(k for k, l in enumerate(ls) if " checksum <-" in l)
+        check(i + 1 < len(ls) and ls[i + 1].endswith("<stack trace>"),
+              "the stack follows the function's line: %r" % ls[i:i + 2])
+        m.ok("current_tracer", "nop\n")
+        m.ok("options/func_stack_trace", "0\n")
+        m.ok("set_ftrace_filter", "\n")
+        # the stack tracer
+        m.bad("stack_trace_filter", "no_such_function_xyz\n", errno.EINVAL)
+        m.ok("stack_trace_filter", "mix\n")
+        check(m.read("stack_trace_filter") == "mix\n", "stack_trace_filter reads back")
+        m.bad("stack_max_size", "lots\n", errno.EINVAL)
+        m.bad("stack_tracer_enabled", "on\n", errno.EINVAL)
+        m.ok("stack_max_size", "0\n")
+        m.ok("stack_tracer_enabled", "1\n")
+        wait_for(lambda: " 0) " in m.read("stack_trace"), "the stack tracer records")
+        st = m.read("stack_trace")
+        rows = [l for l in st.splitlines() if l[3:5] == ") "]
+        check(rows and rows[0].split()[-1].startswith("mix+0x") and
+              rows[1].split()[-1].startswith("checksum+0x"), "stack_trace rows: %r" % st)
+        depth0 = int(rows[0].split()[1])
+        check(int(m.read("stack_max_size")) == depth0 > 0, "stack_max_size is entry 0's depth")
+        check(all(int(a.split()[1]) >= int(b.split()[1]) for a, b in zip(rows, rows[1:])),
+              "depths decrease: %r" % st)
+        m.ok("stack_tracer_enabled", "0\n")
+        check("Stack tracer disabled" not in m.read("stack_trace"), "what was seen stays")
+        m.ok("stack_trace_filter", "\n")
+        check(m.read("stack_trace_filter") == "#### all functions enabled ####\n",
+              "stack_trace_filter cleared")
+        check(m.read("enabled_functions") == "", "nothing enabled at the end")
+    finally:
+        m.umount()
+    t.finish()
+
+
 def case_concurrency():
     t = Tracee(3)
     m = Mount(t.pid)
@@ -573,7 +650,7 @@ def case_automount():
     t.finish()
 
 
-CASES = {"files": case_files, "pipe": case_pipe, "instances": case_instances,
+CASES = {"files": case_files, "pipe": case_pipe, "instances": case_instances, "stack": case_stack,
          "concurrency": case_concurrency, "death": case_death, "automount": case_automount}
 
 
