@@ -171,17 +171,27 @@ static int ctl_request(int fd, int op, const char *text, char **out)
 	struct msghdr m = { .msg_iov = iov, .msg_iovlen = tl ? 2 : 1 };
 	char *pkt = malloc(sizeof(h) + USFT_CTL_MAX_TEXT), *buf = NULL;
 	int status = 0;
+	ssize_t sent;
 
 	*out = NULL;
 	if (!pkt)
 		return -ENOMEM;
-	if (sendmsg(fd, &m, MSG_NOSIGNAL) != (ssize_t)(sizeof(h) + tl)) {
+	/* a signal (the tracefs server's FUSE interrupt) must not cost the
+	 * connection: a request or reply cut short would desynchronise it */
+	do {
+		sent = sendmsg(fd, &m, MSG_NOSIGNAL);
+	} while (sent < 0 && errno == EINTR);
+	if (sent != (ssize_t)(sizeof(h) + tl)) {
 		free(pkt);
 		return -EPIPE;
 	}
 	for (;;) {
-		ssize_t n = recv(fd, pkt, sizeof(h) + USFT_CTL_MAX_TEXT, 0);
+		ssize_t n;
 		char *p;
+
+		do {
+			n = recv(fd, pkt, sizeof(h) + USFT_CTL_MAX_TEXT, 0);
+		} while (n < 0 && errno == EINTR);
 
 		if (n < (ssize_t)sizeof(h)) {
 			status = n < 0 && errno == EAGAIN ? -ETIMEDOUT : -EPIPE;

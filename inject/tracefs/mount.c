@@ -340,6 +340,14 @@ static int lookup(const char *path, const struct tfile **tf, struct where *w)
 
 /* ---- operations ------------------------------------------------------------ */
 
+/* the signal libfuse sends a request's thread on FUSE_INTERRUPT (its default) */
+#define USFT_FUSE_INTR_SIGNAL SIGUSR1
+
+static void on_intr(int sig)
+{
+	(void)sig;	/* only ends a sleep: the interrupted request returns -EINTR */
+}
+
 static void *fs_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 {
 	cfg->direct_io = 1;		/* sizes are 0, as in the kernel's tracefs */
@@ -347,6 +355,7 @@ static void *fs_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 	cfg->attr_timeout = 0;
 	cfg->negative_timeout = 0;
 	cfg->intr = 1;			/* ^C ends a blocking trace_pipe read */
+	cfg->intr_signal = USFT_FUSE_INTR_SIGNAL;	/* handled: on_intr() */
 	if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC)
 		conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;	/* O_TRUNC reaches open() */
 	conn->max_write = USFT_CTL_MAX_TEXT - PATH_MAX - 64;
@@ -809,6 +818,7 @@ int usft_mount_tracefs(int fd, pid_t pid, const char *dir, bool foreground, int 
 	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
 	struct fuse_loop_config *lc;
 	char opts[256], *out = NULL;
+	struct sigaction intr_sa = { .sa_handler = on_intr };	/* no SA_RESTART */
 	sigset_t all, old, stop;
 	pthread_t wt;
 	int r;
@@ -825,6 +835,15 @@ int usft_mount_tracefs(int fd, pid_t pid, const char *dir, bool foreground, int 
 			"older libusft-preload.so; restart it under this usft\n", (int)pid, strerror(-r));
 		return USFT_EXIT_FAIL;
 	}
+	/*
+	 * A reader's signal (^C, kill -9 of a `cat trace_pipe` blocked in read)
+	 * becomes a FUSE_INTERRUPT, which libfuse passes to the request's thread
+	 * as its intr_signal (fs_init()).  libfuse installs no handler for it
+	 * when intr is set in the init callback, so that signal's default
+	 * action killed this server: ours does nothing but end the sleep of
+	 * pipe_read(), which then sees fuse_interrupted().
+	 */
+	sigaction(USFT_FUSE_INTR_SIGNAL, &intr_sa, NULL);
 	snprintf(opts, sizeof(opts), "fsname=tracefs,subtype=usft,auto_unmount,"
 		 "default_permissions%s", geteuid() ? "" : ",allow_other");
 	if (fuse_opt_add_arg(&args, "usft") || fuse_opt_add_arg(&args, "-o") ||

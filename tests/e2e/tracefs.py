@@ -7,7 +7,8 @@ tracefs.py CASE --usft PATH --tracees DIR --work DIR [--toykernel PATH]
   files        each file's read format, write semantics (> replaces, >> adds,
                !glob removes), the errno of each bad write, and that a refused
                write leaves the file and the program text as they were
-  pipe         trace_pipe consumes, blocks, polls; trace_marker; O_TRUNC of trace
+  pipe         trace_pipe consumes, blocks, polls; trace_marker; O_TRUNC of trace;
+               readers killed while blocked in read cost the server nothing
   instances    mkdir/rmdir instances/NAME: own tracer, filter and buffer
   concurrency  two writers of filters while a reader consumes trace_pipe and
                the tracee's threads run: every state read is one a write made
@@ -306,9 +307,47 @@ def case_pipe():
         time.sleep(0.05)
         check(stats() == s1, "trace_stat changed after the profiler was disabled")
         m.ok("set_ftrace_filter", "\n")
+        readers_killed(m)
     finally:
         m.umount()
     t.finish()
+
+
+def blocked_in_fuse(pid):
+    """@pid waits for a FUSE reply (or its wait channel is hidden: say yes)"""
+    try:
+        w = open("/proc/%d/wchan" % pid).read().strip()
+    except OSError:
+        return True
+    return w in ("request_wait_answer", "0", "")
+
+
+def readers_killed(m):
+    """a `cat trace_pipe` blocked in read and killed (^C, SIGTERM, kill -9):
+    the interrupt costs the server nothing, the next reader gets its data"""
+    server = server_pid(m.dir)
+    fd = os.open(m.path("trace_pipe"), os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        while os.read(fd, 65536):
+            pass
+    except BlockingIOError:
+        pass
+    os.close(fd)
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGKILL):
+        r = subprocess.Popen(["cat", m.path("trace_pipe")], stdout=subprocess.DEVNULL,
+                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+        wait_for(lambda: blocked_in_fuse(r.pid), "cat blocked in its trace_pipe read")
+        time.sleep(0.05)
+        r.send_signal(sig)
+        r.wait(30)
+        check(r.returncode == -sig, "cat ended by %s: %s" % (sig, r.returncode))
+        check(server is None or not gone(server), "the server died with a reader (%s)" % sig)
+        check(m.read("current_tracer") == "nop\n", "the mount answers after a reader's %s" % sig)
+    m.ok("trace_marker", "after the readers\n")
+    fd = os.open(m.path("trace_pipe"), os.O_RDONLY | os.O_NONBLOCK)
+    data = os.read(fd, 65536).decode()
+    os.close(fd)
+    check("after the readers" in data, "the next reader gets its data: %r" % data)
 
 
 def case_instances():
