@@ -706,11 +706,38 @@ static const char *comm_of(struct comm_cache *cc, unsigned int tid)
 	return cc->comm[i];
 }
 
+/*
+ * The names of one request's lines: a trace_pipe read prints the same few
+ * functions thousands of times, one usft_kallsyms_lookup() (a lock and two
+ * searches) each.  Formatting runs on the control thread only, one request
+ * at a time; sym_gen moves on at each request, so no name is kept across a
+ * dlclose() that came between two requests.
+ */
+static struct sym_slot {
+	unsigned long addr, off, gen;
+	const char *name;
+} sym_cache[256];
+static unsigned long sym_gen = 1;
+
+static const char *sym_lookup(unsigned long addr, unsigned long *off)
+{
+	struct sym_slot *s = &sym_cache[(addr ^ addr >> 8 ^ addr >> 16) & 255];
+
+	if (s->gen != sym_gen || s->addr != addr) {
+		s->off = 0;
+		s->name = usft_kallsyms_lookup(addr, &s->off);
+		s->addr = addr;
+		s->gen = sym_gen;
+	}
+	*off = s->off;
+	return s->name;
+}
+
 /* kernel %ps / %pS (sym-offset) / sym-addr */
 static void print_sym(FILE *f, struct trace_array *tr, unsigned long addr, bool site)
 {
 	unsigned long off = 0;
-	const char *name = addr ? usft_kallsyms_lookup(addr, &off) : NULL;
+	const char *name = addr ? sym_lookup(addr, &off) : NULL;
 
 	if (!name) {
 		fprintf(f, "0x%lx", addr);
@@ -1830,6 +1857,7 @@ int usft_tracefs_read(const char *path, FILE *f, char *why, size_t wlen)
 	struct trace_array *tr = resolve(path, &file);
 	int ret;
 
+	sym_gen++;
 	if (!tr) {
 		snprintf(why, wlen, "no instance in '%s'", path);
 		return -ENOENT;
@@ -2056,6 +2084,7 @@ int usft_tracefs_pipe(const char *path, size_t max, FILE *f, char *why, size_t w
 	long start;
 	struct ta_ent e, next;
 
+	sym_gen++;
 	if (!tr) {
 		snprintf(why, wlen, "no instance in '%s'", path);
 		return -ENOENT;
