@@ -1,0 +1,147 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""bench/trace_pipe.py - `cat trace_pipe` against `usft record`, side by side,
+on the same running process in one run, rounds interleaved:
+
+  pipe_lines_per_s     lines a reader of DIR/trace_pipe got per second, with
+                       `echo work > set_ftrace_filter; echo function >
+                       current_tracer` on a thread calling work() in a loop
+  ring_written_per_s   events the trace array's ring took meanwhile (its
+                       entries-written): what the pipe had to keep up with
+  record_events_per_s  `usft record -P PID -p function -l work --duration D`
+                       on the same process: events in the trace file per second
+  pipe_vs_record       pipe_lines_per_s / record_events_per_s
+
+  bench/trace_pipe.py [BUILD_DIR [SECONDS [ROUNDS]]]
+
+The target is a generated program (one function called in a loop, built
+with the patch flags, not linked with usft), attached once (`usft attach
+PID --mount DIR`, root and /dev/fuse needed).  Prints the CPU and load first,
+then one line per metric: the median and min..max over the rounds.  Never
+part of make test (timings are never asserted)."""
+import os
+import re
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+BUILD = sys.argv[1] if len(sys.argv) > 1 else 'build'
+SECONDS = float(sys.argv[2]) if len(sys.argv) > 2 else 2.0
+ROUNDS = int(sys.argv[3]) if len(sys.argv) > 3 else 3
+USFT = os.path.abspath(os.path.join(BUILD, 'inject', 'usft'))
+
+TARGET = r'''#include <signal.h>
+#include <stdio.h>
+static volatile sig_atomic_t stop;
+static void on_term(int s) { (void)s; stop = 1; }
+__attribute__((noinline)) long work(long x) { __asm__ volatile("" ::: "memory"); return x + 1; }
+int main(void)
+{
+	long s = 0;
+	signal(SIGTERM, on_term);
+	printf("ready\n");
+	fflush(stdout);
+	while (!stop)
+		s = work(s);
+	return s == 42;
+}
+'''
+
+
+def cpu_line():
+    model = '?'
+    for line in open('/proc/cpuinfo'):
+        if line.startswith('model name'):
+            model = line.split(':', 1)[1].strip()
+            break
+    return '# trace_pipe: cpu: %s, %d cpus online, load average %s' % (
+        model, os.cpu_count(), ' '.join(open('/proc/loadavg').read().split()[:3]))
+
+
+def put(d, name, text):
+    with open(os.path.join(d, name), 'w') as f:
+        f.write(text + '\n')
+
+
+def written(d):
+    m = re.search(r'entries-written: \d+/(\d+)', open(os.path.join(d, 'trace')).read(4096))
+    return int(m.group(1)) if m else 0
+
+
+def pipe_round(d):
+    """Return: (lines/s through trace_pipe, events/s into the ring)"""
+    put(d, 'set_ftrace_filter', 'work')
+    put(d, 'current_tracer', 'function')
+    fd = os.open(os.path.join(d, 'trace_pipe'), os.O_RDONLY)
+    w0, lines = written(d), 0
+    t0 = time.monotonic()
+    end = t0 + SECONDS
+    while time.monotonic() < end:
+        lines += os.read(fd, 1 << 20).count(b'\n')
+    dt = time.monotonic() - t0
+    w1 = written(d)
+    os.close(fd)
+    put(d, 'current_tracer', 'nop')
+    return lines / dt, (w1 - w0) / dt
+
+
+def record_round(pid, work):
+    out = os.path.join(work, 'r.dat')
+    r = subprocess.run([USFT, 'record', '-P', str(pid), '-p', 'function', '-l', 'work',
+                        '--duration', str(SECONDS), '-o', out], capture_output=True, text=True)
+    m = re.search(r'usft: (\d+) events', r.stderr)
+    if r.returncode or not m:
+        raise SystemExit('trace_pipe: usft record -P failed (%d): %s' % (r.returncode, r.stderr))
+    os.unlink(out)
+    return int(m.group(1)) / SECONDS
+
+
+def line(name, v, unit):
+    print('%-20s %12.0f %s  (%.0f..%.0f, %d rounds)' % (name, statistics.median(v), unit,
+                                                       min(v), max(v), len(v)))
+
+
+def main():
+    if not os.access(USFT, os.X_OK):
+        raise SystemExit('trace_pipe: %s not built (make build)' % USFT)
+    if os.geteuid() or not os.path.exists('/dev/fuse'):
+        raise SystemExit('trace_pipe: needs root and /dev/fuse (usft mount)')
+    print(cpu_line())
+    work = tempfile.mkdtemp(prefix='usft-trace-pipe-')
+    src, exe, d = (os.path.join(work, n) for n in ('loop.c', 'loop', 'm'))
+    with open(src, 'w') as f:
+        f.write(TARGET)
+    pfe = '-fpatchable-function-entry=2' if os.uname().machine == 'aarch64' \
+        else '-fpatchable-function-entry=5'
+    subprocess.run(['cc', '-O2', pfe, src, '-o', exe], check=True)
+    os.mkdir(d)
+    p = subprocess.Popen([exe], stdout=subprocess.PIPE, text=True)
+    res = {'pipe': [], 'ring': [], 'record': []}
+    try:
+        if p.stdout.readline().strip() != 'ready':
+            raise SystemExit('trace_pipe: the target did not start')
+        r = subprocess.run([USFT, 'attach', str(p.pid), '--mount', d], capture_output=True,
+                           text=True)
+        if r.returncode:
+            raise SystemExit('trace_pipe: usft attach --mount failed: %s' % r.stderr)
+        for _ in range(ROUNDS):
+            lps, wps = pipe_round(d)
+            res['pipe'].append(lps)
+            res['ring'].append(wps)
+            res['record'].append(record_round(p.pid, work))
+    finally:
+        subprocess.run([USFT, 'detach', str(p.pid)], capture_output=True)
+        p.send_signal(signal.SIGTERM)
+        p.wait(timeout=30)
+    line('pipe_lines_per_s', res['pipe'], 'lines/s')
+    line('ring_written_per_s', res['ring'], 'events/s')
+    line('record_events_per_s', res['record'], 'events/s')
+    print('%-20s %12.3f' % ('pipe_vs_record', statistics.median(res['pipe']) /
+                            statistics.median(res['record'])))
+
+
+if __name__ == '__main__':
+    main()
