@@ -15,8 +15,9 @@ on the same running process in one run, rounds interleaved:
   bench/trace_pipe.py [BUILD_DIR [SECONDS [ROUNDS]]]
 
 The target is a generated program (one function called in a loop, built
-with the patch flags, not linked with usft), attached once (`usft attach
-PID --mount DIR`, root and /dev/fuse needed).  Prints the CPU and load first,
+with the patch flags, not linked with usft), attached with `usft attach
+PID --mount DIR` each round: the record's detach unmounts it; root and
+/dev/fuse needed).  Prints the CPU and load first,
 then one line per metric: the median and min..max over the rounds.  Never
 part of make test (timings are never asserted)."""
 import os
@@ -123,11 +124,12 @@ def main():
     try:
         if p.stdout.readline().strip() != 'ready':
             raise SystemExit('trace_pipe: the target did not start')
-        r = subprocess.run([USFT, 'attach', str(p.pid), '--mount', d], capture_output=True,
-                           text=True)
-        if r.returncode:
-            raise SystemExit('trace_pipe: usft attach --mount failed: %s' % r.stderr)
         for _ in range(ROUNDS):
+            # record -P detaches at its end, which unmounts: mount each round
+            r = subprocess.run([USFT, 'attach', str(p.pid), '--mount', d], capture_output=True,
+                               text=True)
+            if r.returncode:
+                raise SystemExit('trace_pipe: usft attach --mount failed: %s' % r.stderr)
             lps, wps = pipe_round(d)
             res['pipe'].append(lps)
             res['ring'].append(wps)
