@@ -16,8 +16,11 @@
 #include "core/trace_clock.h"	/* before tracer.h: compiler.h's likely() */
 #include "tracer.h"
 
-/* no silent fallback to clock_gettime() on an arch that has a counter */
-#if !HAVE_ARCH_TRACE_CYCLES && (defined(__x86_64__) || defined(__aarch64__))
+/*
+ * no silent fallback to clock_gettime() on an arch that has a counter
+ * (inject/CMakeLists.txt defines USFT_ARCH_TRACE_CLOCK when it has one)
+ */
+#if defined(USFT_ARCH_TRACE_CLOCK) && !HAVE_ARCH_TRACE_CYCLES
 #error "asm/trace_clock.h not found: the shim's include path lacks runtime/arch/<arch>"
 #endif
 
