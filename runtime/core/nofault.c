@@ -135,14 +135,14 @@ static int nofault_claim(void)
 
 enum { FAULT_MASK_UNKNOWN = 0, FAULT_MASK_OPEN, FAULT_MASK_BLOCKED };
 
-static int mask_state(const sigset_t *m)
+static __no_tsan int mask_state(const sigset_t *m)
 {
 	return sigismember(m, SIGSEGV) == 1 || sigismember(m, SIGBUS) == 1 ? FAULT_MASK_BLOCKED
 									  : FAULT_MASK_OPEN;
 }
 
 /* the mask after a sigprocmask(@how, @set) that found @old */
-static void mask_track(int how, const sigset_t *set, const sigset_t *old)
+static __no_tsan void mask_track(int how, const sigset_t *set, const sigset_t *old)
 {
 	sigset_t n = *old;
 
@@ -182,8 +182,13 @@ static int mask_query(void)
 }
 
 
-/* libc's @name (libusft loaded after libc, a preload's dependency: ask libc itself) */
-static void *next_fn(const char *name)
+/*
+ * libc's @name (libusft loaded after libc, a preload's dependency: ask libc
+ * itself).  The interposers below and what they call are __no_tsan: TSan's
+ * interceptors of these calls reach them (REAL()) before TSan is
+ * initialised, from its own sigaction() of its deadly-signal handlers.
+ */
+static __no_tsan void *next_fn(const char *name)
 {
 	void *fn = dlsym(RTLD_NEXT, name), *libc;
 
@@ -193,14 +198,14 @@ static void *next_fn(const char *name)
 }
 
 
-__attribute__((constructor)) static void nofault_resolve(void)
+__attribute__((constructor)) static __no_tsan void nofault_resolve(void)
 {
 	/* now: dlsym is not async-signal-safe, and a handler may change its mask */
 	real_pthread_sigmask = (mask_fn)next_fn("pthread_sigmask");
 	real_sigprocmask = (mask_fn)next_fn("sigprocmask");
 }
 
-USFT_API int pthread_sigmask(int how, const sigset_t *set, sigset_t *oldset)
+USFT_API __no_tsan int pthread_sigmask(int how, const sigset_t *set, sigset_t *oldset)
 {
 	sigset_t old;
 	int ret;
@@ -218,7 +223,7 @@ USFT_API int pthread_sigmask(int how, const sigset_t *set, sigset_t *oldset)
 	return ret;
 }
 
-USFT_API int sigprocmask(int how, const sigset_t *set, sigset_t *oldset)
+USFT_API __no_tsan int sigprocmask(int how, const sigset_t *set, sigset_t *oldset)
 {
 	sigset_t old;
 	int ret;
@@ -261,7 +266,7 @@ FORGET_FNS(FORGET_PTR)
 FORGET_JMPS(FORGET_JMP_PTR)
 
 #define FORGET_FN(ret, name, params, args)					\
-	USFT_API ret name params						\
+	USFT_API __no_tsan ret name params					\
 	{									\
 		usft_task.fault_mask = FAULT_MASK_UNKNOWN;			\
 		if (!real_##name)						\
@@ -269,7 +274,7 @@ FORGET_JMPS(FORGET_JMP_PTR)
 		return real_##name args;					\
 	}
 #define FORGET_JMP(name, buf)							\
-	USFT_API __attribute__((noreturn)) void name(buf env, int val)		\
+	USFT_API __no_tsan __attribute__((noreturn)) void name(buf env, int val) \
 	{									\
 		usft_task.fault_mask = FAULT_MASK_UNKNOWN;			\
 		if (!real_##name)						\
@@ -284,7 +289,7 @@ FORGET_JMPS(FORGET_JMP)
 	real_##name = (ret (*) params)next_fn(#name);
 #define FORGET_JMP_RESOLVE(name, buf) real_##name = (void (*)(buf, int))next_fn(#name);
 
-__attribute__((constructor)) static void nofault_resolve_forget(void)
+__attribute__((constructor)) static __no_tsan void nofault_resolve_forget(void)
 {
 	FORGET_FNS(FORGET_RESOLVE)
 	FORGET_JMPS(FORGET_JMP_RESOLVE)
