@@ -1262,7 +1262,7 @@ static struct trace_array *resolve(const char *path, const char **file)
 }
 
 /* the value of a one-number file: trailing whitespace stripped */
-static int parse_ulong(const char *v, size_t len, int base, unsigned long *out)
+int usft_tracefs_parse_ulong(const char *v, size_t len, int base, unsigned long *out)
 {
 	char buf[64], *end;
 
@@ -1937,14 +1937,14 @@ static int write_top_file(const char *file, const char *v, size_t len, bool appe
 	if (!strcmp(file, "set_graph_notrace"))
 		return write_graph_set(&graph_notrace_ops, &graph_nt_set, v, len, append, why, wlen);
 	if (!strcmp(file, "function_profile_enabled")) {
-		if (parse_ulong(v, len, 10, &n)) {
+		if (usft_tracefs_parse_ulong(v, len, 10, &n)) {
 			snprintf(why, wlen, "function_profile_enabled takes 0 or 1");
 			return -EINVAL;
 		}
 		return prof_enable(n != 0, why, wlen);
 	}
 	if (!strcmp(file, "max_graph_depth")) {
-		if (parse_ulong(v, len, 10, &n) || n > 100000) {
+		if (usft_tracefs_parse_ulong(v, len, 10, &n) || n > 100000) {
 			snprintf(why, wlen, "max_graph_depth takes a number, 0: no limit");
 			return -EINVAL;
 		}
@@ -1980,7 +1980,7 @@ int usft_tracefs_write(const char *path, const char *v, size_t len, bool append,
 		return set_tracer(tr, word, why, wlen);
 	}
 	if (!strcmp(file, "tracing_on")) {
-		if (parse_ulong(v, len, 10, &n)) {
+		if (usft_tracefs_parse_ulong(v, len, 10, &n)) {
 			snprintf(why, wlen, "tracing_on takes a number");
 			return -EINVAL;
 		}
@@ -2006,7 +2006,7 @@ int usft_tracefs_write(const char *path, const char *v, size_t len, bool append,
 	if (!strcmp(file, "buffer_size_kb")) {
 		unsigned long max = TA_MAX_ENTS * sizeof(struct ta_ent) / 1024 / (unsigned long)nr_cpus;
 
-		if (parse_ulong(v, len, 10, &n) || !n || n > max) {
+		if (usft_tracefs_parse_ulong(v, len, 10, &n) || !n || n > max) {
 			snprintf(why, wlen, "buffer_size_kb takes 1..%lu", max);
 			return -EINVAL;
 		}
@@ -2029,7 +2029,7 @@ int usft_tracefs_write(const char *path, const char *v, size_t len, bool append,
 		return -EINVAL;
 	}
 	if (!strcmp(file, "tracing_cpumask")) {
-		if (parse_ulong(v, len, 16, &n)) {
+		if (usft_tracefs_parse_ulong(v, len, 16, &n)) {
 			snprintf(why, wlen, "tracing_cpumask takes a hex CPU mask");
 			return -EINVAL;
 		}
@@ -2046,7 +2046,7 @@ int usft_tracefs_write(const char *path, const char *v, size_t len, bool append,
 		return set_opt(tr, word, true, why, wlen);
 	}
 	if (!strncmp(file, "options/", 8)) {
-		if (parse_ulong(v, len, 10, &n) || n > 1) {
+		if (usft_tracefs_parse_ulong(v, len, 10, &n) || n > 1) {
 			snprintf(why, wlen, "options take 0 or 1");
 			return -EINVAL;
 		}
@@ -2055,7 +2055,7 @@ int usft_tracefs_write(const char *path, const char *v, size_t len, bool append,
 	if (!strcmp(file, "trace_marker"))
 		return write_marker(tr, v, len);
 	if (!strcmp(file, "snapshot")) {
-		if (parse_ulong(v, len, 10, &n)) {
+		if (usft_tracefs_parse_ulong(v, len, 10, &n)) {
 			snprintf(why, wlen, "snapshot takes 0, 1 or 2");
 			return -EINVAL;
 		}

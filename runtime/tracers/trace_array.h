@@ -43,6 +43,8 @@ void usft_trace_array_set_on(struct trace_array *tr, bool on);
 void usft_trace_array_dump_stack(struct trace_array *tr, unsigned long ip, int skip);
 /* __trace_puts() into @tr (NULL: the top level), any thread; Return: whether it took it */
 bool usft_trace_array_puts(struct trace_array *tr, unsigned long ip, const char *str, size_t len);
+/* a tracefs number write (blanks around it; no sign); Return: 0 or -EINVAL */
+int usft_tracefs_parse_ulong(const char *v, size_t len, int base, unsigned long *out);
 /* trace_print.c: __trace_puts() into @tr (NULL: every top level: the recording's, the tracefs's) */
 bool usft_tracer_puts(struct trace_array *tr, unsigned long ip, const char *str, size_t len);
 

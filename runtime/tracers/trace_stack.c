@@ -14,6 +14,7 @@
 #include <usft/ftrace.h>
 #include <usft/stacktrace.h>
 #include <usft/usft.h>
+#include "trace_array.h"
 #include "trace_stack.h"
 #include "tracer.h"
 
@@ -194,22 +195,6 @@ static bool blank(const char *v, size_t len)
 	return true;
 }
 
-/* a decimal number and white space; Return: 0 or -EINVAL */
-static int parse_num(const char *v, size_t len, unsigned long *out)
-{
-	char buf[32], *end;
-
-	while (len && isspace((unsigned char)v[len - 1]))
-		len--;
-	if (!len || len >= sizeof(buf))
-		return -EINVAL;
-	memcpy(buf, v, len);
-	buf[len] = 0;
-	errno = 0;
-	*out = strtoul(buf, &end, 10);
-	return errno || *end || buf[0] == '-' ? -EINVAL : 0;
-}
-
 int usft_stack_tracer_write(const char *file, const char *v, size_t len, bool append, char *why,
 			    size_t wlen)
 {
@@ -218,7 +203,7 @@ int usft_stack_tracer_write(const char *file, const char *v, size_t len, bool ap
 	int ret;
 
 	if (!strcmp(file, "stack_max_size")) {
-		if (parse_num(v, len, &n)) {
+		if (usft_tracefs_parse_ulong(v, len, 10, &n)) {
 			snprintf(why, wlen, "stack_max_size takes a number of bytes (0 starts over)");
 			return -EINVAL;
 		}
@@ -226,7 +211,7 @@ int usft_stack_tracer_write(const char *file, const char *v, size_t len, bool ap
 		return 0;
 	}
 	if (!strcmp(file, "stack_tracer_enabled")) {
-		if (parse_num(v, len, &n)) {
+		if (usft_tracefs_parse_ulong(v, len, 10, &n)) {
 			snprintf(why, wlen, "stack_tracer_enabled takes 0 or 1");
 			return -EINVAL;
 		}
