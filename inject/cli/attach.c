@@ -162,7 +162,43 @@ static int ctl_connect(const struct usft_target *t)
  * Return: the reply's status (0 or -errno), or -EPIPE/-EPROTO for the
  * connection itself.
  */
+static int ctl_request_fd(int fd, int op, const char *text, char **out, int *rfd);
+
 static int ctl_request(int fd, int op, const char *text, char **out)
+{
+	return ctl_request_fd(fd, op, text, out, NULL);
+}
+
+/* one packet; a descriptor it carries (SCM_RIGHTS) into *@rfd when asked */
+static ssize_t recv_packet(int fd, char *pkt, size_t cap, int *rfd)
+{
+	union {
+		struct cmsghdr c;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} u;
+	struct iovec iov = { pkt, cap };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1 };
+	ssize_t n;
+
+	if (rfd) {
+		m.msg_control = u.buf;
+		m.msg_controllen = sizeof(u.buf);
+	}
+	do {
+		n = recvmsg(fd, &m, MSG_CMSG_CLOEXEC);
+	} while (n < 0 && errno == EINTR);
+	for (struct cmsghdr *c = rfd && n >= 0 ? CMSG_FIRSTHDR(&m) : NULL; c; c = CMSG_NXTHDR(&m, c))
+		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
+		    c->cmsg_len == CMSG_LEN(sizeof(int))) {
+			if (*rfd >= 0)
+				close(*rfd);
+			memcpy(rfd, CMSG_DATA(c), sizeof(int));
+		}
+	return n;
+}
+
+/* ctl_request(), and a descriptor the reply carries into *@rfd (-1: none) */
+static int ctl_request_fd(int fd, int op, const char *text, char **out, int *rfd)
 {
 	size_t tl = text ? strlen(text) : 0, len = 0;
 	struct usft_ctl_hdr h = { .magic = USFT_CTL_MAGIC, .version = USFT_CTL_VERSION,
@@ -174,6 +210,8 @@ static int ctl_request(int fd, int op, const char *text, char **out)
 	ssize_t sent;
 
 	*out = NULL;
+	if (rfd)
+		*rfd = -1;
 	if (!pkt)
 		return -ENOMEM;
 	/* a signal (the tracefs server's FUSE interrupt) must not cost the
@@ -189,9 +227,7 @@ static int ctl_request(int fd, int op, const char *text, char **out)
 		ssize_t n;
 		char *p;
 
-		do {
-			n = recv(fd, pkt, sizeof(h) + USFT_CTL_MAX_TEXT, 0);
-		} while (n < 0 && errno == EINTR);
+		n = recv_packet(fd, pkt, sizeof(h) + USFT_CTL_MAX_TEXT, rfd);
 
 		if (n < (ssize_t)sizeof(h)) {
 			status = n < 0 && errno == EAGAIN ? -ETIMEDOUT : -EPIPE;
@@ -563,6 +599,45 @@ static void on_signal(int sig)
 	record_stop = 1;
 }
 
+/*
+ * The process is gone (killed, crashed, exited): what its rings still held
+ * (the writer thread's last period, the kept-back function_graph entry) and
+ * how it ended go into the trace (docs/attach.md, "Crash-safe recording").
+ * The rings are the memfd the process sent at START (-1: none).
+ */
+static void record_dead(const struct usft_out *out, const struct usft_target *t, int pidfd,
+			int ring_fd)
+{
+	int status;
+
+	if (out->direct)
+		return;
+	/* first: it waits until no thread of it runs any more */
+	if (usft_proc_exit_status(t->pid, pidfd, t->start_time, &status))
+		usft_exit_note(t->pid, status);
+	usft_rings_salvage_fd(ring_fd, usft_out_write_path(out));
+	usft_exits_write(usft_out_write_path(out));
+}
+
+/*
+ * The control connection closed without a STOP: the process ended (every
+ * thread gone: its pidfd polls readable) or called exec.  Its descriptors
+ * close before it is a zombie, so this waits: up to 10 s while its rings
+ * say it never finished its trace (it is dying: a core dump may take a
+ * while), 1 s when it finished it (an exit, or an exec).
+ */
+static bool record_ended(pid_t pid, int pidfd, int ring_fd)
+{
+	int ms = usft_rings_fd_live(ring_fd) ? 10000 : 1000;
+	struct pollfd p = { pidfd, POLLIN, 0 };
+
+	if (pidfd >= 0)
+		return poll(&p, 1, ms) > 0;
+	for (int i = 0; i < ms / 5 && !usft_proc_gone(pid); i++)
+		usleep(5000);
+	return usft_proc_gone(pid);
+}
+
 /* the file renamed into place, the summary; Return: @rc or a failure */
 static int finish_record(struct usft_out *out, const struct usft_target *t, bool quiet, int rc)
 {
@@ -617,7 +692,7 @@ int usft_record_pid(const char *arg, const struct usft_record_args *a)
 	bool loaded;
 	long end_ms;
 	pid_t pid, mnt = -1;
-	int fd, r = 0;
+	int fd, r = 0, pidfd, ring_fd = -1;
 
 	r = parse_pid("record", arg, &pid);
 	if (r)
@@ -625,6 +700,8 @@ int usft_record_pid(const char *arg, const struct usft_record_args *a)
 	fd = attach("record", pid, &t, &loaded);
 	if (fd < 0)
 		return -fd;
+	/* how it ends, if it dies while recorded (procexit.c) */
+	pidfd = usft_pidfd_open(pid);
 	/* a private temporary file the process appends to; FILE only once
 	 * something was recorded */
 	if (usft_out_prepare(a->output, a->follow_symlink, &out)) {
@@ -660,7 +737,8 @@ int usft_record_pid(const char *arg, const struct usft_record_args *a)
 	usft_attach_step("configured (WRITEs)");
 	if (!step) {
 		free(why);
-		r = ctl_request(fd, USFT_CTL_START, "detach_on_close", &why);
+		/* the reply carries the rings' memfd: crash-safe (control.c) */
+		r = ctl_request_fd(fd, USFT_CTL_START, "detach_on_close", &why, &ring_fd);
 		usft_attach_step("START request");
 		if (r)
 			step = "start";
@@ -672,6 +750,8 @@ int usft_record_pid(const char *arg, const struct usft_record_args *a)
 		free(why);
 		usft_out_abort(&out);
 		close(fd);
+		if (pidfd >= 0)
+			close(pidfd);
 		return USFT_EXIT_GONE;
 	}
 	if (step) {
@@ -687,6 +767,10 @@ int usft_record_pid(const char *arg, const struct usft_record_args *a)
 	if (!a->quiet)
 		fprintf(stderr, "usft: recording process %d (%s)%s; ^C to stop\n", (int)pid, a->tracer,
 			loaded ? "" : ", joined its runtime");
+	if (ring_fd < 0 && !a->quiet)
+		fprintf(stderr, "usft: warning: process %d keeps its ring buffers private (its "
+			"runtime predates crash-safe attach, or its rings were made by a `usft record "
+			"--rings private`): what it wrote last is lost if it is killed\n", (int)pid);
 	if (a->mount)
 		mnt = usft_tracefs_automount("record", pid, a->mount, 3000, a->quiet);
 	sigaction(SIGINT, &sa, NULL);
@@ -701,10 +785,13 @@ int usft_record_pid(const char *arg, const struct usft_record_args *a)
 			 * called exec: the new image is not traced */
 			close(fd);
 			usft_tracefs_autounmount(mnt);
-			if (!usft_proc_gone(pid) && !a->quiet)
+			if (record_ended(pid, pidfd, ring_fd))
+				record_dead(&out, &t, pidfd, ring_fd);
+			else if (!a->quiet)
 				fprintf(stderr, "usft: process %d called exec: the recording ended with "
 					"its old image (attach again to trace the new one)\n", (int)pid);
-			return finish_record(&out, &t, a->quiet, 0);
+			r = finish_record(&out, &t, a->quiet, 0);
+			goto out_close;
 		}
 	}
 	usft_attach_step("recording (--duration)");
@@ -719,10 +806,17 @@ int usft_record_pid(const char *arg, const struct usft_record_args *a)
 			why && *why ? why : strerror(-r));
 	free(why);
 	r = finish_detach("record", fd, pid, &t, a->quiet);
+	if (usft_proc_gone(pid) && record_ended(pid, pidfd, ring_fd))
+		record_dead(&out, &t, pidfd, ring_fd);	/* it died during the stop */
 	r = finish_record(&out, &t, a->quiet, r);
 	usft_attach_step("file committed");
-	return r;
+	goto out_close;
 out_detach:
 	finish_detach("record", fd, pid, &t, true);
+out_close:
+	if (ring_fd >= 0)
+		close(ring_fd);
+	if (pidfd >= 0)
+		close(pidfd);
 	return r;
 }

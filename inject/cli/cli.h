@@ -119,11 +119,25 @@ int usft_read_sites(const char *path, unsigned long **addrs, size_t *n);
  */
 int usft_rings_dir_make(char *dir, size_t len);
 unsigned long long usft_rings_salvage(const char *dir, const char *trace);
+/* `usft record -P`: the rings file @ring_fd (the process's memfd, sent at
+ * START) salvaged into @trace if the process died first; Return: events */
+unsigned long long usft_rings_salvage_fd(int ring_fd, const char *trace);
+/* whether that file says its process is still recording (not ended cleanly) */
+bool usft_rings_fd_live(int ring_fd);
 void usft_exit_note(int pid, int status);
 void usft_exits_write(const char *trace);
 
 /* attach.c: the commands that reach a running process */
 #include <sys/types.h>
+/*
+ * procexit.c: how a process that is not our child ended.  usft_pidfd_open():
+ * a pidfd of @pid or -1.  usft_proc_exit_status(): waits (2 s at most) for
+ * every thread of @pid to be gone, then reads its wait(2) status from its
+ * zombie's /proc/PID/stat (@start: its start time, 0: any) or from the
+ * pidfd (Linux 6.15); Return: whether *@status is known.
+ */
+int usft_pidfd_open(pid_t pid);
+bool usft_proc_exit_status(pid_t pid, int pidfd, unsigned long long start, int *status);
 /* a control connection to @pid, the runtime loaded first if it serves none;
  * Return: the socket, or -(exit code) after a message */
 int usft_ctl_attach(const char *cmd, pid_t pid, bool *loaded);

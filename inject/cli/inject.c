@@ -411,45 +411,42 @@ static struct thread *add_thread(struct stopped *s, pid_t tid)
 	return t;
 }
 
-/* @tid is exiting (a zombie: its notification may wait for the others) */
-static bool thread_dead(pid_t tid)
+const char *usft_proc_stat(pid_t pid, char *buf, size_t len)
 {
-	char path[64], buf[512], *p;
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)tid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return true;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return true;
-	buf[n] = 0;
-	p = strrchr(buf, ')');
-	return !p || p[1] != ' ' || p[2] == 'Z' || p[2] == 'X';
-}
-
-unsigned long long usft_proc_start_time(pid_t pid)
-{
-	char path[64], buf[1024], *p;
-	unsigned long long v = 0;
+	char path[64], *p;
 	ssize_t n;
 	int fd;
 
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
+		return NULL;
+	n = read(fd, buf, len - 1);
 	close(fd);
 	if (n <= 0)
-		return 0;
+		return NULL;
 	buf[n] = 0;
-	/* after the name's ')': state is field 3, starttime field 22 */
 	p = strrchr(buf, ')');
-	if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d "
+	return p && p[1] == ' ' ? p + 1 : NULL;
+}
+
+/* @tid is exiting (a zombie: its notification may wait for the others) */
+static bool thread_dead(pid_t tid)
+{
+	char buf[512];
+	const char *p = usft_proc_stat(tid, buf, sizeof(buf));
+
+	return !p || p[1] == 'Z' || p[1] == 'X';
+}
+
+unsigned long long usft_proc_start_time(pid_t pid)
+{
+	char buf[1024];
+	const char *p = usft_proc_stat(pid, buf, sizeof(buf));
+	unsigned long long v = 0;
+
+	/* state is field 3, starttime field 22 */
+	if (!p || sscanf(p, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d "
 			 "%*d %*d %*d %*d %llu", &v) != 1)
 		return 0;
 	return v;

@@ -89,6 +89,8 @@ int usft_restore_sites(struct usft_target *t, struct inject_result *res);
 bool usft_target_execd(const struct usft_target *t);
 /* field 22 of /proc/PID/stat: when @pid started, in clock ticks since boot; 0: unknown */
 unsigned long long usft_proc_start_time(pid_t pid);
+/* /proc/@pid/stat into @buf; Return: its text after the name's ')' (" S ..."), or NULL */
+const char *usft_proc_stat(pid_t pid, char *buf, size_t len);
 /* @pid exited (gone, or a zombie not reaped yet) */
 bool usft_proc_gone(pid_t pid);
 /*

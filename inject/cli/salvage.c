@@ -195,22 +195,17 @@ struct ringmap {
 	const struct usft_ring_file *f;
 };
 
-static int ring_open(const char *path, struct ringmap *r)
+/* the ring file open at @fd mapped, its header checked; Return: 0 or -1 */
+static int ring_map(int fd, struct ringmap *r)
 {
 	struct stat st;
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	const struct usft_ring_file *f;
 
 	memset(r, 0, sizeof(*r));
-	if (fd < 0)
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_size < 4096)
 		return -1;
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_size < 4096) {
-		close(fd);
-		return -1;
-	}
 	r->len = (size_t)st.st_size;
 	r->map = mmap(NULL, r->len, PROT_READ, MAP_SHARED, fd, 0);
-	close(fd);
 	if (r->map == MAP_FAILED)
 		return -1;
 	f = r->f = (const struct usft_ring_file *)r->map;
@@ -223,6 +218,18 @@ static int ring_open(const char *path, struct ringmap *r)
 		return -1;
 	}
 	return 0;
+}
+
+static int ring_open(const char *path, struct ringmap *r)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW), ret;
+
+	memset(r, 0, sizeof(*r));
+	if (fd < 0)
+		return -1;
+	ret = ring_map(fd, r);
+	close(fd);
+	return ret;
 }
 
 static const struct usft_tbuf *ring_slot(const struct ringmap *r, size_t i)
@@ -377,16 +384,14 @@ void usft_exits_write(const char *trace)
 	close(fd);
 }
 
-static void salvage_file(int fd, const char *path, uint64_t *total)
+static void salvage_ring(int fd, struct ringmap *rm, uint64_t *total)
 {
 	struct salvage_sum sum = { 0 };
 	struct inflight *fl = NULL;
-	struct ringmap r;
+	struct ringmap r = *rm;
 	size_t nfl = 0;
 	char text[256];
 
-	if (ring_open(path, &r))
-		return;
 	if (r.f->state != USFT_RING_LIVE)
 		goto out;	/* it ended cleanly (the unlink did not happen) */
 	fl = calloc(r.f->nr_slots ? r.f->nr_slots : 1, sizeof(*fl));
@@ -418,7 +423,45 @@ static void salvage_file(int fd, const char *path, uint64_t *total)
 	*total += sum.events;
 out:
 	free(fl);
+}
+
+static void salvage_file(int fd, const char *path, uint64_t *total)
+{
+	struct ringmap r;
+
+	if (ring_open(path, &r))
+		return;
+	salvage_ring(fd, &r, total);
 	munmap(r.map, r.len);
+}
+
+bool usft_rings_fd_live(int ring_fd)
+{
+	struct ringmap r;
+	bool live;
+
+	if (ring_fd < 0 || ring_map(ring_fd, &r))
+		return false;
+	live = __atomic_load_n(&r.f->state, __ATOMIC_ACQUIRE) == USFT_RING_LIVE;
+	munmap(r.map, r.len);
+	return live;
+}
+
+unsigned long long usft_rings_salvage_fd(int ring_fd, const char *trace)
+{
+	uint64_t total = 0;
+	struct ringmap r;
+	int fd;
+
+	if (ring_fd < 0 || !trace || ring_map(ring_fd, &r))
+		return 0;
+	fd = open(trace, O_RDWR | O_APPEND | O_CLOEXEC);
+	if (fd >= 0) {
+		salvage_ring(fd, &r, &total);
+		close(fd);
+	}
+	munmap(r.map, r.len);
+	return total;
 }
 
 unsigned long long usft_rings_salvage(const char *dir, const char *trace)

@@ -38,6 +38,7 @@
 #include <usft/usft.h>
 #include <usft/version.h>
 #include "control.h"
+#include "ring_buffer.h"
 #include "trace_array.h"
 #include "trace_triggers.h"
 #include "tracer.h"
@@ -211,6 +212,40 @@ static int reply(int fd, int op, int status, const char *text, size_t len)
 		len -= n;
 	} while (len);
 	return 0;
+}
+
+/*
+ * START's reply to `usft record -P` (detach_on_close): an empty success
+ * that carries the shared rings' descriptor (SCM_RIGHTS), so the recorder
+ * can salvage them if the process dies (docs/attach.md, "Crash-safe").
+ */
+static int reply_ring_fd(int fd, int op)
+{
+	struct usft_ctl_hdr h = { .magic = USFT_CTL_MAGIC, .version = USFT_CTL_VERSION,
+				  .op = (uint16_t)op };
+	union {
+		struct cmsghdr c;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} u;
+	struct iovec iov = { &h, sizeof(h) };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+			    .msg_controllen = sizeof(u.buf) };
+	int rfd = usft_tbuf_ring_fd();
+	struct cmsghdr *c;
+	ssize_t r;
+
+	if (rfd < 0)
+		return reply(fd, op, 0, NULL, 0);
+	memset(&u, 0, sizeof(u));
+	c = CMSG_FIRSTHDR(&m);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &rfd, sizeof(int));
+	do {
+		r = sendmsg(fd, &m, MSG_NOSIGNAL);
+	} while (r < 0 && errno == EINTR);
+	return r == (ssize_t)sizeof(h) ? 0 : -1;
 }
 
 static int reply_str(int fd, int op, int status, const char *s)
@@ -500,6 +535,7 @@ static int do_start(char *why, size_t wlen)
 	o.output = c->output;
 	o.append = true;
 	o.reusable = true;
+	o.ring_anon = true;	/* crash-safe: the rings' memfd goes to `usft record -P` */
 	if ((o.args_spec || o.retval_spec || o.funcgraph_retval) && strcmp(c->tracer, "function_graph")) {
 		snprintf(why, wlen, "argument, retval and options/funcgraph-retval show values in the "
 			 "call tree: the function_graph tracer only");
@@ -606,8 +642,12 @@ static bool handle(int fd, char *pkt, ssize_t n, size_t cap)
 			break;
 		}
 		ret = do_start(why, sizeof(why));
-		if (!ret && *text)
+		if (!ret && *text) {
 			C.owner = fd;
+			if (reply_ring_fd(fd, h.op))
+				return false;
+			return true;
+		}
 		break;
 	case USFT_CTL_STOP:
 		if (!usft_tracer_active()) {

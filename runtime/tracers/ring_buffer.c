@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #if __has_include(<sys/rseq.h>)
 #include <sys/rseq.h>
@@ -48,10 +49,32 @@ static unsigned int pool_waiters;	/* lossless producers waiting now */
 static struct usft_ring_file *ring_file;
 static int ring_fd = -1;
 static char ring_dir[PATH_MAX];
-static char ring_path[PATH_MAX];
+static char ring_path[PATH_MAX];	/* "": an anonymous file (memfd), no path */
+static bool ring_anon;
+static dev_t ring_dev;		/* the file at ring_fd (a program may close it) */
+static ino_t ring_ino;
 static size_t ring_map_bytes;
 static size_t pool_ring, pool_prof_bytes;	/* what init_headers() is given */
 static char *pool_profs;
+
+static void ring_fd_note(void)
+{
+	struct stat st;
+
+	if (ring_fd >= 0 && !fstat(ring_fd, &st)) {
+		ring_dev = st.st_dev;
+		ring_ino = st.st_ino;
+	}
+}
+
+/* ring_fd is still the rings' file (daemons close every descriptor) */
+static bool ring_fd_ours(void)
+{
+	struct stat st;
+
+	return ring_fd >= 0 && !fstat(ring_fd, &st) && st.st_dev == ring_dev &&
+	       st.st_ino == ring_ino;
+}
 
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23
@@ -312,7 +335,7 @@ void usft_tbuf_pool_trim(void)
 			continue;
 		b->events_written = 0;
 		prepare_next = 0;
-		if (ring_file && ring_fd >= 0) {
+		if (ring_file && ring_fd_ours()) {
 			/* shared: the file's pages go; a late write re-populates first */
 			__atomic_store_n(&b->limit, 0, __ATOMIC_RELAXED);
 			__atomic_store_n(&b->populated, 0, __ATOMIC_RELEASE);
@@ -529,6 +552,20 @@ static int ring_file_create(size_t bytes)
 {
 	int fd, n;
 
+	if (ring_anon) {
+		/* an attached process: the recorder gets the descriptor itself */
+		ring_path[0] = 0;
+		fd = memfd_create("usft-rings", MFD_CLOEXEC);
+		if (fd < 0)
+			return -errno;
+		if (ftruncate(fd, (off_t)bytes)) {
+			int e = errno;
+
+			close(fd);
+			return -e;
+		}
+		return high_fd(fd);
+	}
 	n = snprintf(ring_path, sizeof(ring_path), "%s/" USFT_RING_FILE_PREFIX "%d.XXXXXX",
 		     ring_dir, (int)getpid());
 	if (n <= 0 || (size_t)n >= sizeof(ring_path))
@@ -570,12 +607,26 @@ const char *usft_tbuf_ring_path(void)
 	return ring_file ? ring_path : NULL;
 }
 
+int usft_tbuf_ring_fd(void)
+{
+	return ring_file && ring_fd_ours() ? ring_fd : -1;
+}
+
 void usft_tbuf_ring_done(void)
 {
 	if (!ring_file)
 		return;
 	__atomic_store_n(&ring_file->state, USFT_RING_ENDED, __ATOMIC_RELEASE);
-	unlink(ring_path);
+	if (ring_path[0])
+		unlink(ring_path);
+}
+
+void usft_tbuf_ring_live(void)
+{
+	if (!ring_file || ring_file->state == USFT_RING_LIVE)
+		return;
+	ring_file->events = ring_file->lost = ring_file->no_slot = ring_file->threads = 0;
+	__atomic_store_n(&ring_file->state, USFT_RING_LIVE, __ATOMIC_RELEASE);
 }
 
 /*
@@ -598,7 +649,8 @@ static void atfork_child_rings(void)
 		p = mmap(base, ring_map_bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0);
 	if (p == MAP_FAILED) {
 		if (fd >= 0) {
-			unlink(ring_path);
+			if (ring_path[0])
+				unlink(ring_path);
 			close(fd);
 		}
 		fd = -1;
@@ -606,6 +658,7 @@ static void atfork_child_rings(void)
 		     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
 	}
 	ring_fd = fd;
+	ring_fd_note();
 	prepare_next = 0;
 	init_headers(pool, nr_slots, pool_ring, (char *)ring_file + data_off, pool_prof_bytes,
 		     pool_profs);
@@ -707,6 +760,7 @@ static struct usft_tbuf *shared_pool(unsigned int n, size_t ring)
 	ring_fd = fd;
 	ring_file = p;
 	ring_map_bytes = bytes;
+	ring_fd_note();
 	/* the headers (written by every claim) must not fault on a full tmpfs */
 	if (madvise(p, data_off, MADV_POPULATE_WRITE) && fallocate(fd, 0, 0, (off_t)data_off)) {
 		munmap(p, bytes);
@@ -785,11 +839,14 @@ int usft_tbuf_pool_init(const struct usft_pool_opts *o)
 	if (ring && o->ring_dir && *o->ring_dir &&
 	    snprintf(ring_dir, sizeof(ring_dir), "%s", o->ring_dir) < (int)sizeof(ring_dir))
 		shared = true;
+	else if (ring && o->ring_anon)
+		shared = ring_anon = true;
 	hdrs = pool_reserve(shared, &max_threads, ring, prof_bytes, &rings, &profs);
 	if (!hdrs && shared) {
 		/* no file (a read-only or full directory): private rings, said once */
 		fprintf(stderr, "usft: cannot make shared ring buffers in %s (%s): recording with "
-			"private ones, lost if the process is killed\n", ring_dir, strerror(errno));
+			"private ones, lost if the process is killed\n",
+			ring_anon ? "a memory file" : ring_dir, strerror(errno));
 		max_threads = o->max_threads ? o->max_threads : 256;
 		hdrs = pool_reserve(false, &max_threads, ring, prof_bytes, &rings, &profs);
 	}

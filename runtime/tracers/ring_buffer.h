@@ -309,6 +309,7 @@ struct usft_pool_opts {
 	bool prefault_first;		/* the first thread's whole ring at start */
 	bool lossless;			/* full ring: wait for the writer */
 	const char *ring_dir;		/* shared rings: a file there; NULL: private */
+	bool ring_anon;			/* no ring_dir: shared rings in a memfd (attach) */
 	size_t ring_keep;		/* rings above it give pages back; 0: the default */
 };
 int usft_tbuf_pool_init(const struct usft_pool_opts *o);
@@ -318,8 +319,12 @@ int usft_tbuf_pool_init(const struct usft_pool_opts *o);
  */
 struct usft_ring_file *usft_tbuf_ring_file(void);
 const char *usft_tbuf_ring_path(void);
+/* the shared rings' descriptor (passed to `usft record -P`), or -1 */
+int usft_tbuf_ring_fd(void);
 /* the session ended cleanly: mark the file ended and remove it */
 void usft_tbuf_ring_done(void);
+/* a later session (an attached process) starts: the file is live again */
+void usft_tbuf_ring_live(void);
 /* the lossless policy on or off (off before the writer stops) */
 void usft_tbuf_set_lossless(bool on);
 /* producers waiting for the writer now (it comes back at once) */

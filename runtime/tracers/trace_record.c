@@ -1025,12 +1025,14 @@ static int tracer_start(const struct usft_trace_opts *o)
 			.ring_bytes = ring, .prof_entries = prof, .max_threads = o->max_threads,
 			.prefault_first = o->prefault, .lossless = o->lossless,
 			.ring_dir = o->ring_dir, .ring_keep = o->ring_keep,
+			.ring_anon = o->ring_anon,
 		};
 
 		ret = usft_tbuf_pool_init(&po);
 		if (ret)
 			return ret;
 	}
+	usft_tbuf_ring_live();	/* a later session of an attached process */
 	flags = O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | (o->append ? 0 : O_TRUNC);
 	S.fd = open(S.output, flags, 0600);	/* traces can hold sensitive data */
 	if (S.fd < 0)

@@ -39,6 +39,7 @@ struct usft_trace_opts {
 	bool reusable;			/* rings for every tracer: later sessions (attach) */
 	bool lossless;			/* a full ring makes the thread wait for the writer */
 	const char *ring_dir;		/* shared (crash-safe) rings in a file there; NULL: private */
+	bool ring_anon;			/* no ring_dir: shared rings in a memfd (control.c) */
 	size_t ring_keep;		/* larger rings give written pages back; 0: the default */
 	const char *args_spec;		/* -A: "GLOB@arg1,arg2;..." (trace_args.c) */
 	const char *retval_spec;	/* -R: "GLOB@retval;..." */

@@ -9,12 +9,17 @@
  *   bus    a store to a page past the end of a file, in crash_here() (SIGBUS)
  *   exit   _exit(3) from crash_here()
  *   loop   none: loops until killed from outside (N ignored)
- * The crash-safety test (tests/e2e/reliability.py, crash_safe) checks that
- * every call the progress file counts is in the trace.
+ * With a fourth argument "go", the N calls are counted only once the word
+ * PROGRESS[2] is not 0 (an attach test stores it once the recording runs;
+ * the calls before are made all the same).
+ * The crash-safety tests (tests/e2e/crash.py, crash_safe and
+ * attach_crash_safe) check that every call the progress file counts is in
+ * the trace.
  */
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,7 +84,8 @@ static void *second(void *arg)
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "loop";
-	long n = argc > 2 ? atol(argv[2]) : 1000, v = 0;
+	long n = argc > 2 ? atol(argv[2]) : 1000, v = 0, i, left;
+	bool go = argc > 4 && !strcmp(argv[4], "go");
 	pthread_t t;
 	int fd;
 
@@ -95,13 +101,15 @@ int main(int argc, char **argv)
 		return 1;
 	progress[0] = progress[1] = -1;
 	pthread_create(&t, NULL, second, NULL);
-	for (long i = 0; !strcmp(mode, "loop") || i < n; i++) {
+	for (i = 0, left = n; !strcmp(mode, "loop") || left > 0; i++) {
 		progress[0] = i;
 		v = step(v);
+		if (!go || progress[2])
+			left--;
 		if (!(i % 64))
 			usleep(100);
 	}
-	progress[0] = n;
+	progress[0] = i;
 	crash_here(mode);
 	return (int)(v & 1);
 }

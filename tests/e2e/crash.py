@@ -181,6 +181,126 @@ def case_crash_safe():
     print("%d runs: %s" % (RUNS, ", ".join("%s %d" % kv for kv in sorted(modes.items()))))
 
 
+def lost_in(path):
+    """events the EVENTS chunks of @path count as lost (their arg)"""
+    with open(path, "rb") as f:
+        data = f.read()
+    pos, lost = 0, 0
+    while pos + 32 <= len(data):
+        _, _, typ, _, _, size, arg = struct.unpack_from("<4sHHIIQQ", data, pos)
+        if typ == 2:
+            lost += arg
+        pos += 32 + size
+    return lost
+
+
+def kernel_at_least(major, minor):
+    m = re.match(r"(\d+)\.(\d+)", os.uname().release)
+    return bool(m) and (int(m.group(1)), int(m.group(2))) >= (major, minor)
+
+
+def attach_one(i, rnd, work, reap_early_ok):
+    """`usft record -P` of a running tracee-crash, which then dies: killed
+    from outside at a random point, or by its own fault N calls after the
+    recording started.  The tracee is not usft's child."""
+    mode = rnd.choice(["kill"] * 3 + ["segv", "abort"])
+    tracer = rnd.choice(["function_graph"] * 3 + ["function"])
+    prog = os.path.join(work, "a%d" % i)
+    out = os.path.join(work, "a%d.dat" % i)
+    n = rnd.randint(0, 2000)
+    t = subprocess.Popen([tracee("crash"), "loop" if mode == "kill" else mode, str(n), prog,
+                          "go"], env=env(), cwd=work, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL)
+    deadline = time.time() + 10
+    while time.time() < deadline and not (progress(prog) and progress(prog)[1] >= 0):
+        time.sleep(0.002)
+    p0 = progress(prog)
+    rec = subprocess.Popen([e2e.ARGS.usft, "record", "-P", str(t.pid), "-p", tracer, "-o", out],
+                           env=env(), cwd=work, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.PIPE, text=True)
+    err = ""
+    for line in rec.stderr:
+        err += line
+        if "recording process" in line:
+            break
+    check("recording process" in err, "run %d: record -P did not start: %s" % (i, err))
+    p1 = progress(prog)     # every call after these is traced
+    with open(prog, "r+b") as f:
+        f.seek(16)
+        f.write(struct.pack("<q", 1))   # go: the N calls before the crash count now
+    sig = {"segv": signal.SIGSEGV, "abort": signal.SIGABRT}.get(mode)
+    if mode == "kill":
+        time.sleep(rnd.uniform(0, 0.03))
+        sig = rnd.choice([signal.SIGKILL] * 3 + [signal.SIGSEGV, signal.SIGABRT, signal.SIGBUS])
+        t.send_signal(sig)
+    # the recorder is not the parent: its parent may reap it first (then
+    # only the pidfd, Linux 6.15, still knows how it ended)
+    reaped = reap_early_ok and rnd.random() < 0.3
+    if reaped:
+        t.wait(timeout=60)
+    _, rest = rec.communicate(timeout=60)
+    err += rest
+    t.wait(timeout=60)
+    what = "attach run %d (%s, %s%s)" % (i, mode, tracer, ", reaped first" if reaped else "")
+    check(rec.returncode == 0, "%s: usft record -P exit %d: %s" % (what, rec.returncode, err))
+    pr = progress(prog)
+    calls, last, exitinfo, total = read_trace(out)
+    main = sum(calls.get("step", {}).values())
+    second = sum(calls.get("step2", {}).values())
+    lost = lost_in(out)
+    # progress[k] = c is stored before call c: calls 0..c-1 were made (c may
+    # be); once START answered, every call that begins is traced
+    check(main <= pr[0] - p0[0] + 1 and second <= pr[1] - p0[1] + 1,
+          "%s: more calls in the trace (%d, %d) than made since the attach began (%d, %d)"
+          % (what, main, second, pr[0] - p0[0], pr[1] - p0[1]))
+    if lost:
+        print("%s: %d events lost (the writer fell behind): counts not checked" % (what, lost))
+    else:
+        check(main >= pr[0] - p1[0] - 1,
+              "%s: %d step() calls in the trace, the tracee made %d after the start"
+              % (what, main, pr[0] - p1[0] - 1))
+        check(second >= pr[1] - p1[1] - 1,
+              "%s: %d step2() calls in the trace, the tracee made %d after the start"
+              % (what, second, pr[1] - p1[1] - 1))
+    if mode != "kill":
+        main_tid = min(calls.get("crash_here", {0: 0}))
+        check("crash_here" in calls and last.get(main_tid) == "crash_here",
+              "%s: the last function entered is %s, not crash_here"
+              % (what, last.get(main_tid)))
+    check("status=killed" in exitinfo and "signal=%d\n" % sig in exitinfo,
+          "%s: the file does not say how the process ended (signal %d): %r"
+          % (what, sig, exitinfo))
+    check(re.search(r"tracee-crash-%d killed by SIG%s" % (t.pid, signal.Signals(sig).name[3:]),
+                    err), "%s: the summary does not say how it ended:\n%s" % (what, err))
+    if i % 5 == 0:
+        rc, text, rerr = e2e.usft("report", "-i", out)
+        check(rc == 0 and count(text, tracer, "step") == main,
+              "%s: report (%d) shows %d step() calls, the file holds %d: %s"
+              % (what, rc, count(text, tracer, "step"), main, rerr))
+    os.unlink(out)
+    os.unlink(prog)
+    return mode
+
+
+def case_attach_crash_safe():
+    """usft record -P: the rings of an attached process are a memfd it sends
+    the recorder at START; a process that dies while recorded loses nothing
+    it wrote, and the file says how it ended (docs/attach.md)."""
+    seed = int(os.environ.get("USFT_CRASH_SEED", str(int(time.time()))))
+    rnd = random.Random(seed)
+    print("seed %d (USFT_CRASH_SEED=%d repeats this run)" % (seed, seed))
+    runs = int(os.environ.get("USFT_ATTACH_CRASH_RUNS", "20"))
+    early = kernel_at_least(6, 15)
+    modes = {}
+    for i in range(runs):
+        try:
+            m = attach_one(i, rnd, e2e.ARGS.work, early)
+        except Fail as f:
+            raise Fail("seed %d: %s" % (seed, f))
+        modes[m] = modes.get(m, 0) + 1
+    print("%d runs: %s" % (runs, ", ".join("%s %d" % kv for kv in sorted(modes.items()))))
+
+
 def max_rss_kb(cmd, lines=None):
     """run @cmd (its output read, or only its first @lines lines); its max RSS"""
     p = subprocess.Popen(cmd, env=env(), cwd=e2e.ARGS.work, stdout=subprocess.PIPE,
