@@ -134,6 +134,7 @@ int usft_cmd_record(int argc, char **argv)
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "prefault", no_argument, NULL, 'F' },
 		{ "lossless", no_argument, NULL, 'L' },
+		{ "drop", no_argument, NULL, 'X' },	/* long only */
 		{ "rings", required_argument, NULL, 'W' },	/* long only: -R is --retval */
 		{ "follow-symlink", no_argument, NULL, 'S' },
 		{ "pid", required_argument, NULL, 'P' },
@@ -154,7 +155,7 @@ int usft_cmd_record(int argc, char **argv)
 	bool all_retval = false;
 	char preload[PATH_MAX], progpath[PATH_MAX], num[32];
 	long long depth = 0, bufkb = 0;
-	bool quiet = false, prefault = false, follow = false, empty, lossless = false;
+	bool quiet = false, prefault = false, follow = false, empty, lossless = false, drop = false;
 	bool shared_rings = true;
 	char rings[PATH_MAX] = "";
 	const char *pid_arg = NULL, *mount_dir = NULL;
@@ -258,6 +259,9 @@ int usft_cmd_record(int argc, char **argv)
 		case 'L':
 			lossless = true;
 			break;
+		case 'X':
+			drop = true;
+			break;
 		case 'W':
 			if (strcmp(optarg, "shared") && strcmp(optarg, "private"))
 				return usft_usage_error("record", "--rings %s: shared or private", optarg);
@@ -302,9 +306,11 @@ int usft_cmd_record(int argc, char **argv)
 		return usft_usage_error("record", "-P PID or a program to run, not both");
 	if (!pid_arg && duration > 0)
 		return usft_usage_error("record", "--duration goes with -P PID");
-	if (pid_arg && (options || prefault || lossless || !shared_rings))
-		return usft_usage_error("record", "-O, --prefault, --lossless and --rings apply to a "
-					"program usft runs, not to -P");
+	if (lossless && drop)
+		return usft_usage_error("record", "--lossless or --drop, not both");
+	if (pid_arg && (options || prefault || lossless || drop || !shared_rings))
+		return usft_usage_error("record", "-O, --prefault, --lossless, --drop and --rings "
+					"apply to a program usft runs, not to -P");
 	if (optind >= argc && !pid_arg)
 		return usft_usage_error("record", "no program to run");
 	if (mount_dir && (rc = usft_tracefs_dir_ok("record", mount_dir)))
@@ -418,8 +424,8 @@ int usft_cmd_record(int argc, char **argv)
 			setenv("USFT_CLOCK", clk, 1);
 		if (prefault)
 			setenv("USFT_PREFAULT", "1", 1);
-		if (lossless)
-			setenv("USFT_LOSSLESS", "1", 1);
+		/* a full ring waits for the writer unless --drop */
+		setenv("USFT_LOSSLESS", drop ? "0" : "1", 1);
 		if (rings[0])
 			setenv("USFT_RING_DIR", rings, 1);
 		if (mount_dir)
@@ -481,7 +487,7 @@ int usft_cmd_record(int argc, char **argv)
 	else
 		rc = WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
 	if (!quiet && rc != USFT_EXIT_RECORD_FAIL)
-		usft_record_summary(&out, argv[optind], progpath, empty, lossless);
+		usft_record_summary(&out, argv[optind], progpath, empty, !drop);
 	free(filter);
 	free(notrace_list);
 	free(graph);

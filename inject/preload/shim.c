@@ -152,7 +152,8 @@ __attribute__((constructor)) static void usft_preload_init(void)
 	o.max_threads = (unsigned int)threads;
 	o.append = (v = getenv("USFT_APPEND")) && !strcmp(v, "1");
 	o.prefault = (v = getenv("USFT_PREFAULT")) && !strcmp(v, "1");
-	o.lossless = (v = getenv("USFT_LOSSLESS")) && !strcmp(v, "1");
+	/* a full ring waits for the writer unless USFT_LOSSLESS=0 (drop and count) */
+	o.lossless = !(v = getenv("USFT_LOSSLESS")) || strcmp(v, "0");
 	o.ring_dir = getenv("USFT_RING_DIR");
 	if (!o.output || !*o.output)
 		o.output = USFT_TRACE_DEFAULT_FILE;

@@ -44,6 +44,12 @@ static bool pool_lossless;
 static size_t ring_keep;
 static bool ring_punch;
 static unsigned int pool_waiters;	/* lossless producers waiting now */
+/*
+ * lossless: a wait ran out (the writer freed nothing for LOSSLESS_WAIT_NS):
+ * full rings drop until the writer's next pass, so a stuck writer costs
+ * the program one wait, not one per event
+ */
+static bool pool_stalled;
 
 /* shared rings: the file, its mapping (header page, slot headers, rings) */
 static struct usft_ring_file *ring_file;
@@ -279,7 +285,10 @@ bool usft_tbuf_make_room(struct usft_tbuf *b, unsigned long end)
 
 		/* a writer gone (stopping, stopped by a signal) never hangs us */
 		if (!__atomic_load_n(&pool_lossless, __ATOMIC_RELAXED) ||
+		    __atomic_load_n(&pool_stalled, __ATOMIC_RELAXED) ||
 		    waited >= LOSSLESS_WAIT_NS) {
+			if (waited >= LOSSLESS_WAIT_NS)
+				__atomic_store_n(&pool_stalled, true, __ATOMIC_RELAXED);
 			if (waited)
 				__atomic_sub_fetch(&pool_waiters, 1, __ATOMIC_RELAXED);
 			ok = false;
@@ -356,6 +365,12 @@ unsigned int usft_tbuf_waiters(void)
 void usft_tbuf_set_lossless(bool on)
 {
 	__atomic_store_n(&pool_lossless, on, __ATOMIC_RELAXED);
+}
+
+void usft_tbuf_writer_passed(void)
+{
+	if (__atomic_load_n(&pool_stalled, __ATOMIC_RELAXED))
+		__atomic_store_n(&pool_stalled, false, __ATOMIC_RELAXED);
 }
 
 void (*usft_tbuf_exit_hook)(void);
@@ -834,6 +849,7 @@ int usft_tbuf_pool_init(const struct usft_pool_opts *o)
 	if (!max_threads)
 		max_threads = 256;
 	pool_lossless = o->lossless;
+	pool_stalled = false;
 	ring_keep = o->ring_keep ? o->ring_keep : USFT_RING_KEEP_DEFAULT;
 	ring_punch = ring > ring_keep;
 	if (ring && o->ring_dir && *o->ring_dir &&

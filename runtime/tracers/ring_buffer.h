@@ -327,6 +327,8 @@ void usft_tbuf_ring_done(void);
 void usft_tbuf_ring_live(void);
 /* the lossless policy on or off (off before the writer stops) */
 void usft_tbuf_set_lossless(bool on);
+/* writer: a pass is done (a lossless wait that ran out may wait again) */
+void usft_tbuf_writer_passed(void);
 /* producers waiting for the writer now (it comes back at once) */
 unsigned int usft_tbuf_waiters(void);
 unsigned int usft_tbuf_pool_slots(void);

@@ -587,6 +587,7 @@ static void drain_all(void)
 	flush_syms();
 	ring_totals();
 	usft_tbuf_prepare_free();
+	usft_tbuf_writer_passed();
 }
 
 /* ---- snapshot: tasks, profile, END ------------------------------------- */
@@ -1014,8 +1015,11 @@ static int tracer_start(const struct usft_trace_opts *o)
 	S.opts.graph_notrace = dup_or_null(o->graph_notrace);
 	S.output = strdup(o->output && *o->output ? o->output : USFT_TRACE_DEFAULT_FILE);
 	S.opts.output = S.output;
+	/* 32 MiB: a busy thread's ring (its pages kept lap after lap) adds
+	 * well under 64 MB to the program; with the default lossless policy
+	 * a full ring waits for the writer, it loses nothing */
 	if (!S.opts.buffer_size)
-		S.opts.buffer_size = 64UL << 20;
+		S.opts.buffer_size = 32UL << 20;
 	if (t->kind == USFT_TRACER_PROFILE || o->reusable)
 		prof = st.nr_sites * 2 < 1024 ? 1024 : st.nr_sites * 2;
 	if (t->kind != USFT_TRACER_PROFILE || o->reusable)

@@ -532,6 +532,26 @@ def case_calls_20m():
           % (rss_mb, before))
 
 
+def case_full_ring():
+    """A full ring waits for the writer by default (nothing lost, said in the
+    summary line); --drop drops and counts, every call in the file or
+    counted; the two policies together are refused."""
+    n = 300000
+    args = [tracee("loop"), str(n)]
+    r = record(args, "function", ("-b", "16"))
+    check(r["events"] == n + 1 and r["lost"] == 0,
+          "default policy, 16 KiB ring: events %d lost %d for %d calls"
+          % (r["events"], r["lost"], n + 1))
+    check("full rings: the thread waits" in r["stderr"], "policy not named:\n" + r["stderr"])
+    r = record(args, "function", ("-b", "16", "--drop"))
+    check(r["events"] + r["lost"] == n + 1 and r["lost"] > 0,
+          "--drop, 16 KiB ring: events %d + lost %d for %d calls"
+          % (r["events"], r["lost"], n + 1))
+    check("full rings: drop and count" in r["stderr"], "policy not named:\n" + r["stderr"])
+    rc, _, err = usft("record", "--lossless", "--drop", "-o", "x.dat", "--", tracee("nest"))
+    check(rc == 2 and "--lossless or --drop" in err, "both policies: rc %d %r" % (rc, err))
+
+
 def case_cli():
     def rc_of(*a):
         return usft(*a)[0]
