@@ -10,7 +10,8 @@
 # largest of usft and the tracee), as key=value lines.  RINGS (default
 # "shared private") picks the ring kinds; "given" is shared rings that give
 # their pages back as they are written out (USFT_RING_KEEP=0), whatever
-# their size (docs/tracers.md, "Memory").
+# their size (docs/tracers.md, "Memory"); "old" is shared rings with the
+# defaults before the lossless policy (64 MiB, --drop).
 set -eu
 build=${1:?usage: record_ab.sh BUILD [CALLS] [ROUNDS]}
 calls=${2:-5000000}
@@ -22,10 +23,12 @@ trap 'rm -rf "$tmp"' EXIT
 for r in $(seq "$rounds"); do
 	for tracer in function function_graph; do
 		for rings in ${RINGS:-shared private}; do
-			kind=$rings keep=
+			kind=$rings keep= extra=
 			[ "$rings" = given ] && kind=shared keep=0
+			[ "$rings" = old ] && kind=shared extra="-b 65536 --drop"
+			# shellcheck disable=SC2086 # $extra is two options or none
 			USFT_RING_KEEP=$keep /usr/bin/time -f "rss_kb=%M" -o "$tmp/time" \
-				"$usft" record -p "$tracer" --rings "$kind" -o "$tmp/t.dat" -- \
+				"$usft" record -p "$tracer" --rings "$kind" $extra -o "$tmp/t.dat" -- \
 				"$loop" "$calls" time >/dev/null 2>"$tmp/err"
 			ns=$(sed -n 's/^ns_per_call=//p' "$tmp/err")
 			sum=$(grep '^usft: [0-9]* events' "$tmp/err" | sed 's/usft: \([0-9]*\) events, \([0-9]*\) lost.*/\1 \2/')

@@ -168,7 +168,7 @@ static bool disk_full(const char *file)
 void usft_record_summary(const struct usft_out *o, const char *prog, const char *progpath,
 			 bool empty, bool lossless)
 {
-	const char *file = o->name;
+	const char *file = o->name, *tracer;
 	struct usft_trace t;
 	size_t unfinished = 0, nprof = 0;
 	int r;
@@ -200,11 +200,13 @@ void usft_record_summary(const struct usft_out *o, const char *prog, const char 
 		nprof += s->nprof;	/* the profiler writes tables, not events */
 	}
 	/* both counts in events: a call is one (function) or two (function_graph) */
+	tracer = usft_trace_tracer(&t);
 	fprintf(stderr, "usft: %llu events, %llu lost, %zu process%s, file %s (%s%s; full rings: "
 		"%s)%s\n", (unsigned long long)t.events, (unsigned long long)t.lost, t.nsess,
-		t.nsess == 1 ? "" : "es", file, usft_trace_tracer(&t),
-		!strcmp(usft_trace_tracer(&t), "function_graph") ?
-			": an event is a call's entry or its return" : "",
+		t.nsess == 1 ? "" : "es", file, tracer,
+		!strcmp(tracer, "function_graph") ?
+			": an event is a call's entry or its return, recorded or lost" :
+		!strcmp(tracer, "function") ? ": an event is a call, recorded or lost" : "",
 		lossless ? "the thread waits" : "drop and count",
 		t.truncated ? " [truncated]" : "");
 	for (size_t i = 0; i < t.nsess; i++) {

@@ -543,6 +543,7 @@ def case_full_ring():
           "default policy, 16 KiB ring: events %d lost %d for %d calls"
           % (r["events"], r["lost"], n + 1))
     check("full rings: the thread waits" in r["stderr"], "policy not named:\n" + r["stderr"])
+    check("an event is a call, recorded or lost" in r["stderr"], "unit not named:\n" + r["stderr"])
     r = record(args, "function", ("-b", "16", "--drop"))
     check(r["events"] + r["lost"] == n + 1 and r["lost"] > 0,
           "--drop, 16 KiB ring: events %d + lost %d for %d calls"
