@@ -87,12 +87,27 @@ build_zlib() {
 		cc $CFLAGS_P -w -I"$s" -c "$s/$f.c" -o "$(basename "$f").o"
 	done && cc -o minigzip ./*.o)
 }
+# g++ before 13 keeps __patchable_function_entries entries for COMDAT copies
+# of inline functions that the linker then discards, and ld refuses the
+# object ("relocation refers to a discarded section"): such a g++ cannot build
+# ninja with the patch flag, clang++ can.
+ninja_cxx() {
+	local v
+	if [ -n "${NINJA_CXX:-}" ]; then echo "$NINJA_CXX"; return 0; fi
+	v=$(g++ -dumpversion 2>/dev/null | cut -d. -f1)
+	if [ -n "$v" ] && [ "$v" -ge 13 ]; then echo g++; return 0; fi
+	command -v clang++ >/dev/null && { echo clang++; return 0; }
+	log "ninja needs g++ >= 13 or clang++ (g++ ${v:-missing} drops COMDAT patch entries): apt-get install clang"
+	return 1
+}
 build_ninja() {
 	local s; s=$(fetch ninja); mkdir -p "$W/ninja"
 	[ -x "$W/ninja/ninja" ] && return 0
 	log "building ninja from $s"
 	rm -rf "$W/ninja/tree" && cp -r "$s" "$W/ninja/tree"
-	(cd "$W/ninja/tree" && CXX=g++ CFLAGS="$PFE" python3 ./configure.py --bootstrap >&2 &&
+	local cxx; cxx=$(ninja_cxx) || return 1
+	log "ninja: C++ compiler $cxx"
+	(cd "$W/ninja/tree" && CXX=$cxx CFLAGS="$PFE" python3 ./configure.py --bootstrap >&2 &&
 		cp ninja "$W/ninja/ninja")
 }
 
