@@ -579,7 +579,18 @@ static int read_chunks(int fd, struct usft_trace *t, enum read_mode mode);
 
 int usft_trace_read_fd(int fd, struct usft_trace *t, bool load_events)
 {
-	return read_chunks(fd, t, load_events ? READ_LOAD : READ_COUNT);
+	struct stat st;
+
+	if (load_events)
+		return read_chunks(fd, t, READ_LOAD);
+	/*
+	 * Counts only (record's summary): a regular file's EVENTS payloads are
+	 * skipped, the counts taken from each session's END (as
+	 * usft_trace_open() does) instead of a parse of every event.
+	 */
+	if (!fstat(fd, &st) && S_ISREG(st.st_mode))
+		return read_chunks(fd, t, READ_INDEX);
+	return read_chunks(fd, t, READ_COUNT);
 }
 
 int usft_trace_open(const char *path, struct usft_trace *t)

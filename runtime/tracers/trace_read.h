@@ -130,8 +130,10 @@ struct usft_trace {
 
 /**
  * usft_trace_read() - parse @path.  With @load_events false only the
- * counters, sessions, names and profiles are kept.  Time and memory are
- * linear in the file's size (pids and tids are hashed or sorted).
+ * counters, sessions, names and profiles are kept, and a regular file's
+ * events are not read (the counts are its END chunks', as
+ * usft_trace_open()'s).  Time and memory are linear in the file's size
+ * (pids and tids are hashed or sorted).
  * Return: 0, -errno (open/read), -EINVAL (not a usft trace file),
  * -ENODATA (an empty file: nothing was recorded).
  */
