@@ -68,6 +68,8 @@ TEST_STAGES ?= native asan clang tsan arm64 arm64-callops docs
 ARM64_STAGES := arm64 arm64-callops
 ARM64_KILL_TIMEOUT ?= 900
 ALL_STAGES := native asan clang tsan $(ARM64_STAGES) docs
+# stages that run some labels only: their builds skip the rest (configure_build)
+SUBSET_STAGES ?= asan clang tsan
 
 # $(call stage_preset,<stage>): its configure (and build) preset; docs tests
 # the native build.  $(call stage_dir,<stage>): that preset's binaryDir.
@@ -109,9 +111,13 @@ deps:
 # $(call configure_build,<stage>): configure the stage's directory from its
 # preset when it has no build system yet (cmake --build re-runs cmake itself
 # when CMakeLists change), then build.
+# A stage of SUBSET_STAGES (with Ninja) builds only what its tests need:
+# scripts/stage-targets.py reads its test preset's labels and the generated
+# CTestTestfile.cmake files and prints "--target ..." (nothing: everything).
+# SUBSET_STAGES= builds every target in every stage.
 define configure_build
 [ -f $(call stage_dir,$(1))/$(GEN_FILE) ] || $(CMAKE) --preset $(call stage_preset,$(1)) $(GEN_ARG)
-$(CMAKE) --build --preset $(call stage_preset,$(1))
+$(CMAKE) --build --preset $(call stage_preset,$(1)) $(if $(and $(filter $(1),$(SUBSET_STAGES)),$(filter build.ninja,$(GEN_FILE))),$$(python3 scripts/stage-targets.py --cmake-args $(call stage_preset,$(1)) $(call stage_dir,$(1))))
 endef
 
 build: deps
