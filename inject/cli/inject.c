@@ -724,9 +724,37 @@ static bool in_main_text(const struct maps *mp, const char *exe, unsigned long p
 	return false;
 }
 
-static struct thread *choose(struct stopped *s, const struct maps *mp, const char *exe)
+/*
+ * A thread in restart_syscall continues a wait the kernel interrupted
+ * (-ERESTART_RESTARTBLOCK: a nanosleep, clock_nanosleep or poll with a
+ * timeout, but also a futex wait, which may be a libc lock's): safe only
+ * when its pc, right after the system call instruction, is inside libc's
+ * nanosleep or poll wrappers.  Every attach leaves such a thread there
+ * (step 8 of docs/attach.md), so without this a program whose threads all
+ * sleep could be attached once only.
+ */
+static bool restarts_safe_wait(const struct usft_target *tg, unsigned long pc,
+			       struct usft_elf_info *libc, int *libc_state)
 {
+	const struct usft_elf_sym *sym;
+	char p[PATH_MAX + 32];
+
+	if (*libc_state == 0) {
+		target_path(tg->pid, tg->libc, p, sizeof(p));
+		*libc_state = usft_elf_read(p, libc) ? -1 : 1;
+	}
+	if (*libc_state < 0 || pc < tg->libc_base)
+		return false;
+	sym = usft_elf_find_sym(libc, pc - (libc->is_dyn ? tg->libc_base : 0));
+	return sym && (strstr(sym->name, "nanosleep") || strstr(sym->name, "poll"));
+}
+
+static struct thread *choose(struct stopped *s, const struct maps *mp,
+			     const struct usft_target *tg)
+{
+	struct usft_elf_info libc;
 	struct thread *best = NULL;
+	int libc_state = 0;
 
 	for (int i = 0; i < s->n; i++) {
 		struct thread *t = &s->t[i];
@@ -736,13 +764,17 @@ static struct thread *choose(struct stopped *s, const struct maps *mp, const cha
 		if (!t->stopped || t->gone || blocks_sigsegv(s->pid, t->tid))
 			continue;
 		nr = inject_arch_syscall(t->regs);
-		if (nr >= 0 && safe_syscall(nr))
+		if (nr >= 0 && (safe_syscall(nr) ||
+				(nr == SYS_restart_syscall &&
+				 restarts_safe_wait(tg, inject_arch_pc(t->regs), &libc, &libc_state))))
 			t->candidate = 2;
-		else if (nr < 0 && in_main_text(mp, exe, inject_arch_pc(t->regs)))
+		else if (nr < 0 && in_main_text(mp, tg->exe, inject_arch_pc(t->regs)))
 			t->candidate = 1;
 		if (t->candidate && (!best || t->candidate > best->candidate))
 			best = t;
 	}
+	if (libc_state > 0)
+		usft_elf_free(&libc);
 	return best;
 }
 
@@ -1162,7 +1194,7 @@ int usft_inject(struct usft_target *tg, const char *lib, struct inject_result *r
 	for (int round = 0; round < 50 && !t; round++) {
 		free(mp.m);
 		read_maps(tg->pid, &mp);
-		t = choose(&s, &mp, tg->exe);
+		t = choose(&s, &mp, tg);
 		if (t)
 			break;
 		/* every thread inside libc or a library: let them run a little */
