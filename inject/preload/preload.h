@@ -20,11 +20,14 @@ void preload_resolve_hooks(void);
  */
 extern bool preload_libusft_misplaced;
 /*
- * An attached process: the program's GOT entries for dlopen() and dlclose()
- * get the shim's, so loads and unloads reach the runtime (wrappers.c).
- * Return: entries changed.
+ * An attached process: the program's GOT entries for dlopen(), dlclose(),
+ * exec*, syscall() and dlsym() get the shim's, so loads, unloads and execs
+ * reach the runtime (wrappers.c); @loaded: after a dlopen(), only while
+ * routed.  Return: entries changed.
  */
-unsigned long preload_bind_dl(void);
+unsigned long preload_bind_dl(bool loaded);
+/* the detach: each entry changed gets back what it held.  Return: how many */
+unsigned long preload_unbind_dl(void);
 /* the entry `usft attach` calls (shim.c): preload_bind_dl(), then
  * usft_control_start() */
 int usft_attach_start(void);

@@ -194,16 +194,23 @@ __attribute__((constructor)) static void usft_preload_init(void)
 	usft_self_end();
 }
 
+static void preload_unbind_dl_hook(void)
+{
+	preload_unbind_dl();
+}
+
 /*
  * usft_attach_start() - what `usft attach` calls in a process it loaded this
  * shim into (inject/cli/inject.c): the program's dlopen() and dlclose()
  * calls are routed through the shim, so the runtime hears of every load and
  * unload as in a process it was preloaded into, then the control socket is
- * served.  Return: 0 or -errno (usft_control_start()).
+ * served.  The DETACH request routes them back (preload_unbind_dl()).  Return: 0 or -errno (usft_control_start()).
  */
 __attribute__((visibility("default"))) int usft_attach_start(void)
 {
-	preload_bind_dl();
+	preload_bind_dl(false);
+	/* the detach puts the entries back (before its reply) */
+	usft_control_detach_hook = preload_unbind_dl_hook;
 	return usft_control_start();
 }
 

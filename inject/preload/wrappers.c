@@ -29,6 +29,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <ucontext.h>
 #include <unistd.h>
 #include <unwind.h>
@@ -327,6 +328,9 @@ EXPORT int dlclose(void *handle)
  * pointer store each; a RELRO page is made writable for it and read-only
  * again.  (No relocation type is named: they are per architecture.)
  */
+static void *shim_dlsym(void *handle, const char *name);
+static long shim_syscall(long nr, ...);
+
 static const struct {
 	const char *name;
 	void *shim;
@@ -343,12 +347,34 @@ static const struct {
 	{ "execl", (void *)shim_execl },
 	{ "execlp", (void *)shim_execlp },
 	{ "execle", (void *)shim_execle },
+	/* syscall(SYS_execve, ...), and what dlsym() finds of the above */
+	{ "syscall", (void *)shim_syscall },
+	{ "dlsym", (void *)shim_dlsym },
 };
 #define NR_BIND (sizeof(bind_syms) / sizeof(bind_syms[0]))
+#define BIND_SYSCALL (NR_BIND - 2)
+#define BIND_DLSYM (NR_BIND - 1)
+
+/*
+ * What the loader binds each name to (NULL: leave it), from the first
+ * preload_bind_dl(); and every entry changed, with what it held, so that
+ * the detach puts each back (preload_unbind_dl()).  Under bind_lock.
+ */
+static void *bind_def[NR_BIND];
+struct bound_slot {
+	void **slot;
+	void *old, *shim;
+	unsigned long bias, lo, hi;	/* its object, which may have gone since */
+	bool ro;			/* in a RELRO page */
+};
+static struct bound_slot *bound;
+static size_t nr_bound, bound_cap;
+static bool routing;		/* attached: entries routed, objects loaded later too */
+static pthread_mutex_t bind_lock = PTHREAD_MUTEX_INITIALIZER;
 
 struct bind_ctx {
-	void *def[NR_BIND];	/* what the loader binds each to (NULL: leave it) */
 	unsigned long n;	/* entries changed */
+	struct obj_list live;	/* the objects loaded now */
 };
 
 /* a d_ptr: glibc relocates it in place on most targets, not on all */
@@ -357,22 +383,42 @@ static unsigned long dyn_ptr(const struct dl_phdr_info *info, ElfW(Addr) a)
 	return a < info->dlpi_addr ? a + info->dlpi_addr : a;
 }
 
-static void bind_slot(unsigned long lo, unsigned long hi, unsigned long relro_lo,
+/* one aligned pointer store, the page made writable around it when RELRO */
+static bool slot_store(void **slot, void *val, bool ro)
+{
+	unsigned long page = (unsigned long)slot & ~((unsigned long)getpagesize() - 1);
+
+	if (ro && mprotect((void *)page, getpagesize(), PROT_READ | PROT_WRITE))
+		return false;
+	__atomic_store_n(slot, val, __ATOMIC_RELEASE);
+	if (ro)
+		mprotect((void *)page, getpagesize(), PROT_READ);
+	return true;
+}
+
+static void bind_slot(const struct obj_range *obj, unsigned long relro_lo,
 		      unsigned long relro_hi, void **slot, void *def, void *shim,
 		      struct bind_ctx *c)
 {
-	unsigned long v = (unsigned long)__atomic_load_n(slot, __ATOMIC_RELAXED);
-	unsigned long page = (unsigned long)slot & ~((unsigned long)getpagesize() - 1);
+	void *v = __atomic_load_n(slot, __ATOMIC_RELAXED);
 	bool ro = (unsigned long)slot >= relro_lo && (unsigned long)slot < relro_hi;
+	struct bound_slot *b;
 
 	if ((unsigned long)slot % sizeof(void *) ||
-	    (v != (unsigned long)def && !(v >= lo && v < hi)))
+	    (v != def && !((unsigned long)v >= obj->lo && (unsigned long)v < obj->hi)))
 		return;		/* not a pointer slot; someone else's interposer, or ours */
-	if (ro && mprotect((void *)page, getpagesize(), PROT_READ | PROT_WRITE))
+	if (nr_bound == bound_cap) {
+		size_t cap = bound_cap ? bound_cap * 2 : 64;
+
+		b = realloc(bound, cap * sizeof(*b));
+		if (!b)
+			return;	/* not routed rather than never put back */
+		bound = b;
+		bound_cap = cap;
+	}
+	if (!slot_store(slot, shim, ro))
 		return;
-	__atomic_store_n(slot, shim, __ATOMIC_RELEASE);
-	if (ro)
-		mprotect((void *)page, getpagesize(), PROT_READ);
+	bound[nr_bound++] = (struct bound_slot){ slot, v, shim, obj->bias, obj->lo, obj->hi, ro };
 	c->n++;
 }
 
@@ -380,7 +426,8 @@ static int bind_cb(struct dl_phdr_info *info, size_t size, void *data)
 {
 	ElfW(Addr) symtab = 0, strtab = 0, rel[2] = { 0, 0 };
 	ElfW(Xword) relsz[2] = { 0, 0 };
-	unsigned long lo = ~0UL, hi = 0, relro_lo = 0, relro_hi = 0, xlo[4], xhi[4];
+	unsigned long relro_lo = 0, relro_hi = 0, xlo[4], xhi[4];
+	struct obj_range obj = { info->dlpi_addr, ~0UL, 0 };
 	int nx = 0;
 	const char *base = strrchr(info->dlpi_name, '/');
 	const ElfW(Dyn) *dyn = NULL;
@@ -404,8 +451,8 @@ static int bind_cb(struct dl_phdr_info *info, size_t size, void *data)
 			relro_hi = (a + ph->p_memsz) & ~((unsigned long)getpagesize() - 1);
 		}
 		if (ph->p_type == PT_LOAD) {
-			lo = a < lo ? a : lo;
-			hi = a + ph->p_memsz > hi ? a + ph->p_memsz : hi;
+			obj.lo = a < obj.lo ? a : obj.lo;
+			obj.hi = a + ph->p_memsz > obj.hi ? a + ph->p_memsz : obj.hi;
 			if ((ph->p_flags & PF_X) && nx < 4) {
 				xlo[nx] = a;
 				xhi[nx++] = a + ph->p_memsz;
@@ -437,43 +484,117 @@ static int bind_cb(struct dl_phdr_info *info, size_t size, void *data)
 			if (!ELF64_R_SYM(r[i].r_info) || in_code)
 				continue;
 			for (size_t b = 0; b < NR_BIND; b++)
-				if (c->def[b] &&
+				if (bind_def[b] &&
 				    !strcmp((const char *)strtab + sym->st_name, bind_syms[b].name))
-					bind_slot(lo, hi, relro_lo, relro_hi,
-						  (void **)(info->dlpi_addr + r[i].r_offset),
-						  c->def[b], bind_syms[b].shim, c);
+					bind_slot(&obj, relro_lo, relro_hi, (void **)at, bind_def[b],
+						  bind_syms[b].shim, c);
 		}
 	}
 	return 0;
 }
 
-/*
- * preload_bind_dl() - route the program's dlopen(), dlclose() and exec*
- * calls through the shim (an attached process; a no-op where the shim or
- * libusft interposes already).  Return: the number of GOT entries changed.
- */
-unsigned long preload_bind_dl(void)
+/* the entries of objects no longer loaded are forgotten (their memory went) */
+static void bound_prune(const struct obj_list *live)
 {
-	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	size_t k = 0;
+
+	for (size_t i = 0; i < nr_bound; i++) {
+		struct obj_range o = { bound[i].bias, bound[i].lo, bound[i].hi };
+
+		if (obj_listed(live, &o))
+			bound[k++] = bound[i];
+	}
+	nr_bound = k;
+}
+
+/*
+ * preload_bind_dl() - route the program's dlopen(), dlclose(), exec*,
+ * syscall() and dlsym() calls through the shim (an attached process; a
+ * no-op where the shim or libusft interposes already), in every object
+ * loaded now; @loaded: only if routing is on (a dlopen() since the attach:
+ * the new object's entries too).  Return: the number of GOT entries changed.
+ */
+unsigned long preload_bind_dl(bool loaded)
+{
 	struct bind_ctx c = { 0 };
 	bool any = false;
 	Dl_info di;
 
 	usft_self_begin();
-	pthread_mutex_lock(&lock);
+	pthread_mutex_lock(&bind_lock);
+	if (loaded && !routing)
+		goto out;
 	for (size_t b = 0; b < NR_BIND; b++) {
-		void *def = dlsym(RTLD_DEFAULT, bind_syms[b].name);
+		void *def = bind_def[b] ? bind_def[b] : dlsym(RTLD_DEFAULT, bind_syms[b].name);
 
 		/* preloaded, or linked with -lusft: usft's own binds already */
 		if (def && !(dladdr(def, &di) && di.dli_fname && strstr(di.dli_fname, "libusft")))
-			c.def[b] = def;
-		any |= c.def[b] != NULL;
+			bind_def[b] = def;
+		any |= bind_def[b] != NULL;
 	}
-	if (any)
+	if (any) {
+		dl_iterate_phdr(list_cb, &c.live);
+		bound_prune(&c.live);
 		dl_iterate_phdr(bind_cb, &c);
-	pthread_mutex_unlock(&lock);
+		routing = true;
+		free(c.live.v);
+	}
+out:
+	pthread_mutex_unlock(&bind_lock);
 	usft_self_end();
 	return c.n;
+}
+
+/*
+ * preload_unbind_dl() - the detach: every entry preload_bind_dl() changed
+ * gets back what it held (libc's function, or the object's lazy PLT stub),
+ * where its object is still loaded and the entry still holds the shim's
+ * (compare, then one aligned store).  A call that read the shim's address
+ * before still runs the shim's function, which stays loaded and forwards to
+ * libc's.  Return: entries put back.
+ */
+unsigned long preload_unbind_dl(void)
+{
+	struct obj_list live = { 0 };
+	unsigned long n = 0;
+
+	usft_self_begin();
+	pthread_mutex_lock(&bind_lock);
+	routing = false;
+	dl_iterate_phdr(list_cb, &live);
+	bound_prune(&live);
+	for (size_t i = 0; i < nr_bound; i++)
+		if (__atomic_load_n(bound[i].slot, __ATOMIC_RELAXED) == bound[i].shim &&
+		    slot_store(bound[i].slot, bound[i].old, bound[i].ro))
+			n++;
+	nr_bound = 0;
+	free(live.v);
+	pthread_mutex_unlock(&bind_lock);
+	usft_self_end();
+	return n;
+}
+
+/*
+ * A routed dlsym(): a lookup of one of the names above (any handle but
+ * RTLD_NEXT) that finds what the loader binds it to gets the shim's, as
+ * in a process the shim was preloaded into; every other lookup is a tail
+ * call of libc's, so that glibc still sees the caller's return address
+ * (RTLD_NEXT and RTLD_DEFAULT depend on the calling object).
+ */
+__attribute__((optimize("optimize-sibling-calls")))
+static void *shim_dlsym(void *handle, const char *name)
+{
+	void *(*real)(void *, const char *) = (void *(*)(void *, const char *))bind_def[BIND_DLSYM];
+
+	if (handle != RTLD_NEXT && name) {
+		for (size_t b = 0; b < NR_BIND; b++)
+			if (bind_def[b] && !strcmp(name, bind_syms[b].name)) {
+				void *v = real(handle, name);
+
+				return v == bind_def[b] ? bind_syms[b].shim : v;
+			}
+	}
+	return real(handle, name);
 }
 
 /* ---- dlopen --------------------------------------------------------------- */
@@ -626,6 +747,8 @@ EXPORT void *dlopen(const char *file, int mode)
 	h = dlopen_like(file, mode, caller);
 	if (h) {
 		saved = errno;
+		/* attached: the new objects' own calls are routed too */
+		preload_bind_dl(true);
 		usft_tracer_after_dlopen();
 		errno = saved;
 	}
@@ -638,6 +761,7 @@ typedef int (*execve_fn)(const char *, char *const[], char *const[]);
 typedef int (*execv_fn)(const char *, char *const[]);
 typedef int (*fexecve_fn)(int, char *const[], char *const[]);
 typedef int (*execveat_fn)(int, const char *, char *const[], char *const[], int);
+typedef long (*syscall_fn)(long, ...);
 
 static void before_exec(void)
 {
@@ -772,6 +896,8 @@ struct exec_call {
 	const char *path;	/* execve, execvpe (a file name), execveat */
 	int flags;		/* execveat */
 	char *const *argv;
+	long nr;		/* syscall(): SYS_execve or SYS_execveat, */
+	const long *sysargs;	/* its six arguments */
 };
 
 static int exec_env(const char *name, struct exec_call *c, char *const envp[])
@@ -788,7 +914,13 @@ static int exec_env(const char *name, struct exec_call *c, char *const envp[])
 	env = carry_env(envp, &m);
 	tok = usft_exec_begin();
 	usft_control_exec(true);
-	if (!strcmp(name, "fexecve"))
+	if (!strcmp(name, "syscall")) {
+		long a[6];
+
+		memcpy(a, c->sysargs, sizeof(a));
+		a[c->nr == SYS_execve ? 2 : 3] = (long)env;
+		ret = (int)((syscall_fn)c->real)(c->nr, a[0], a[1], a[2], a[3], a[4], a[5]);
+	} else if (!strcmp(name, "fexecve"))
 		ret = ((fexecve_fn)c->real)(c->fd, c->argv, env);
 	else if (!strcmp(name, "execveat"))
 		ret = ((execveat_fn)c->real)(c->fd, c->path, c->argv, env, c->flags);
@@ -883,6 +1015,55 @@ EXPORT int execveat(int dirfd, const char *path, char *const argv[], char *const
 		real = next_sym("execveat");
 	c.real = real;
 	return exec_env("execveat", &c, envp);
+}
+
+/*
+ * syscall(SYS_execve / SYS_execveat, ...): the same as the wrappers above
+ * (the trace drained, the environment carried, no rendezvous across it).
+ * Every other number goes straight to libc's syscall() (the six argument
+ * registers passed on, as glibc's own reads them); no errno is touched.
+ */
+static long syscall_with(syscall_fn real, long nr, const long a[6])
+{
+	struct exec_call c = { .real = (void *)real, .nr = nr, .sysargs = a };
+
+	if (!real) {
+		errno = ENOSYS;
+		return -1;
+	}
+	if (nr != SYS_execve && nr != SYS_execveat)
+		return real(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
+	return exec_env("syscall", &c, (char *const *)a[nr == SYS_execve ? 2 : 3]);
+}
+
+#define SYSCALL_ARGS(nr, a)						\
+	do {								\
+		va_list ap;						\
+									\
+		va_start(ap, nr);					\
+		for (int i = 0; i < 6; i++)				\
+			a[i] = va_arg(ap, long);			\
+		va_end(ap);						\
+	} while (0)
+
+EXPORT long syscall(long nr, ...)
+{
+	static syscall_fn real;
+	long a[6];
+
+	if (!real)
+		real = (syscall_fn)next_sym("syscall");
+	SYSCALL_ARGS(nr, a);
+	return syscall_with(real, nr, a);
+}
+
+/* the routed one (an attached process): libc's is what the loader bound */
+static long shim_syscall(long nr, ...)
+{
+	long a[6];
+
+	SYSCALL_ARGS(nr, a);
+	return syscall_with((syscall_fn)bind_def[BIND_SYSCALL], nr, a);
 }
 
 typedef int (*spawn_fn)(pid_t *, const char *, const posix_spawn_file_actions_t *,

@@ -79,6 +79,8 @@ static struct {
 	.conf = { .tracer = "function" },
 };
 
+void (*usft_control_detach_hook)(void);
+
 /* ---- the socket's place ---------------------------------------------- */
 
 /* a directory of ours, 0700: made if missing; Return: 0 or -errno */
@@ -661,6 +663,8 @@ static bool handle(int fd, char *pkt, ssize_t n, size_t cap)
 	case USFT_CTL_DETACH:
 		do_stop();
 		usft_tracefs_reset();
+		if (usft_control_detach_hook)
+			usft_control_detach_hook();
 		C.owner = -1;
 		C.detach = true;
 		break;
@@ -688,6 +692,8 @@ static void drop_client(int *cl, int i)
 	if (cl[i] == C.owner) {
 		/* the `usft record -P` that started this is gone (killed): detach */
 		do_stop();
+		if (usft_control_detach_hook)
+			usft_control_detach_hook();
 		C.owner = -1;
 		C.detach = true;
 	}

@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <link.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -726,6 +727,14 @@ static void snapshot(bool final)
 
 /* ---- writer thread --------------------------------------------------- */
 
+static void pick_up_objects(void);
+static void dl_note_seen(void);
+/*
+ * A fork child's writer never refilters: a lock of the filter code another
+ * thread of the parent held at the fork stays held in the child.
+ */
+static bool dl_in_child;
+
 /* more than this written in one pass: the next pass in 1 ms, not 10 */
 #define WRITER_BUSY_BYTES	(256ULL << 10)
 
@@ -751,6 +760,7 @@ static void *writer_main(void *arg)
 		S.fullest = 0;
 		last = S.drained;
 		pthread_mutex_unlock(&S.lock);
+		pick_up_objects();
 		pthread_mutex_lock(&S.wake_lock);
 		if (S.stop) {
 			pthread_mutex_unlock(&S.wake_lock);
@@ -913,6 +923,7 @@ static void atfork_child(void)
 	ppid = S.pid;
 	S.pid = getpid();
 	S.thread_running = false;
+	dl_in_child = true;
 	usft_tbuf_atfork_child();
 	usft_profile_reset();
 	session_reset_writer_state();
@@ -999,6 +1010,8 @@ static int tracer_start(const struct usft_trace_opts *o)
 		return -EBUSY;
 	if (!t)
 		return o->tracer && *o->tracer && strcmp(o->tracer, "nop") ? -EINVAL : 0;
+	/* what the tracer's init finds loaded is not new to the writer */
+	dl_note_seen();
 	ret = usft_init();
 	if (ret)
 		return ret;
@@ -1199,12 +1212,44 @@ void usft_tracer_unmapped(unsigned long lo, unsigned long hi)
 	usft_self_end();
 }
 
-void usft_tracer_after_dlopen(void)
+/*
+ * The loader's counters of objects added and removed, and their values
+ * when the tracer last refiltered: a change the writer sees that no
+ * dlopen() of the shim reported was a load or an unload through a path
+ * usft does not route (a dlopen() pointer taken with dlsym() before an
+ * attach, libc's own loads, a library loaded before the attach that calls
+ * dlopen(); docs/attach.md "Objects loaded after the attach").
+ */
+struct dl_gen {
+	unsigned long long adds, subs;
+};
+static struct dl_gen dl_seen;	/* under session_lock */
+
+/* the loader's counters, from the first object dl_iterate_phdr() reports */
+static int dl_gen_cb(struct dl_phdr_info *info, size_t size, void *data)
 {
-	if (!__atomic_load_n(&S.active, __ATOMIC_RELAXED))
-		return;
-	usft_self_begin();
-	session_lock_take();
+	*(struct dl_gen *)data = (struct dl_gen){ info->dlpi_adds, info->dlpi_subs };
+	(void)size;
+	return 1;
+}
+
+static struct dl_gen dl_gen_now(void)
+{
+	struct dl_gen g = { 0, 0 };
+
+	dl_iterate_phdr(dl_gen_cb, &g);
+	return g;
+}
+
+static void dl_note_seen(void)
+{
+	dl_seen = dl_gen_now();
+}
+
+/* the filters again over every object now loaded (kernel ftrace_module_enable()); session_lock held */
+static void refilter(void)
+{
+	dl_note_seen();
 	if (S.active && S.tracer && S.tracer->refilter) {
 		S.tracer->refilter();
 		if (getpid() == S.pid) {
@@ -1213,8 +1258,42 @@ void usft_tracer_after_dlopen(void)
 			pthread_mutex_unlock(&S.lock);
 		}
 	}
+}
+
+void usft_tracer_after_dlopen(void)
+{
+	if (!__atomic_load_n(&S.active, __ATOMIC_RELAXED))
+		return;
+	usft_self_begin();
+	session_lock_take();
+	refilter();
 	pthread_mutex_unlock(&session_lock);
 	usft_self_end();
+}
+
+/*
+ * The writer's pass: objects came or went since the last refilter.  Never
+ * waits for session_lock: its holder may be ending the session, which
+ * joins this thread (the next pass tries again).  An object unloaded this
+ * way is released at the next update of the records (ftrace_records_sync(),
+ * which every register and unregister runs first): its text is never
+ * written once it is gone from the loader's list.  Not in a fork child
+ * (dl_in_child).
+ */
+static void pick_up_objects(void)
+{
+	struct dl_gen now;
+
+	if (dl_in_child)
+		return;
+	now = dl_gen_now();
+	pthread_once(&session_once, session_lock_init);
+	if (pthread_mutex_trylock(&session_lock))
+		return;
+	if ((now.adds != dl_seen.adds || now.subs != dl_seen.subs) &&
+	    !__atomic_load_n(&S.stop, __ATOMIC_RELAXED))
+		refilter();
+	pthread_mutex_unlock(&session_lock);
 }
 
 void usft_tracer_stop(void)

@@ -85,6 +85,8 @@ int usft_control_start(void);
 void usft_control_exit(void);
 void usft_control_exec(bool begin);	/* around an exec: the socket goes, and back if it failed */
 void usft_control_set_conf(const struct usft_trace_opts *o);
+/* called by a DETACH request before its reply (the shim: GOT entries back), or NULL */
+extern void (*usft_control_detach_hook)(void);
 
 /* trace_functions.c helpers shared by the tracers */
 int usft_apply_filters(struct ftrace_ops *ops, const struct usft_trace_opts *o);

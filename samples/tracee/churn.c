@@ -15,12 +15,17 @@
  *   prints "ready GEN PID" per image; runs until
  *   SIGTERM, then prints "ok gen=G bad=B children=C loads=L" and exits 0
  *   when every result was right.  A child that fails exits 1 (counted bad).
+ *   CHURN_EXEC=syscall execs with syscall(SYS_execve), CHURN_EXEC=dlsym
+ *   through the execve() that dlsym() finds right before, CHURN_EXEC=mix
+ *   with execl(), then those two, in turn by generation (default: execl()).
  */
 #include <dlfcn.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -142,9 +147,27 @@ int main(int argc, char **argv)
 	for (int i = 0; ms >= 0 && (i < ms || ms == 0) && !stop; i++)
 		nanosleep(&ts, NULL);
 	if (!stop && !bad && gen != last) {
+		extern char **environ;
+		const char *how = getenv("CHURN_EXEC");
+		char *nargv[] = { argv[0], next, argc > 2 ? argv[2] : "1000",
+				  argc > 3 ? argv[3] : NULL, NULL };
+
 		snprintf(next, sizeof(next), "%d", gen + 1);
-		execl("/proc/self/exe", argv[0], next, argc > 2 ? argv[2] : "1000",
-		      argc > 3 ? argv[3] : (char *)NULL, (char *)NULL);
+		if (how && !strcmp(how, "mix"))
+			how = (const char *[]){ "execl", "syscall", "dlsym" }[gen % 3];
+		if (how && !strcmp(how, "syscall")) {
+			syscall(SYS_execve, "/proc/self/exe", nargv, environ);
+		} else if (how && !strcmp(how, "dlsym")) {
+			int (*ex)(const char *, char *const[], char *const[]) =
+				(int (*)(const char *, char *const[], char *const[]))
+				dlsym(RTLD_DEFAULT, "execve");
+
+			if (ex)
+				ex("/proc/self/exe", nargv, environ);
+		} else {
+			execl("/proc/self/exe", argv[0], next, argc > 2 ? argv[2] : "1000",
+			      argc > 3 ? argv[3] : (char *)NULL, (char *)NULL);
+		}
 	}
 	stop = 1;
 	for (int i = 0; i < nt; i++)
