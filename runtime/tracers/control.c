@@ -10,7 +10,11 @@
  * the runtime's rendezvous) and runs only this library's code, which is not
  * built with the patch flags: nothing it does is traced.  It serves up to
  * CTL_MAX_CLIENTS connections at once, one request at a time, so every
- * request runs in order with the others.  A peer that is not the process's
+ * request runs in order with the others.  A PIPE_WAIT that finds its
+ * trace_pipe empty is parked (one per connection) and looked at again
+ * between requests, every 1 ms at first and less often while it stays
+ * empty (up to 16 ms): the callbacks that fill the ring make no system
+ * call, so nothing can wake this thread when an entry lands.  A peer that is not the process's
  * own uid or root is refused; a packet that does not parse closes its
  * connection; a reply that cannot be sent within two seconds drops the
  * client.  Nothing a client sends reaches the program.
@@ -44,7 +48,8 @@
 #include "tracer.h"
 
 #define EXPORT __attribute__((visibility("default")))
-#define CTL_MAX_CLIENTS 16
+#define CTL_MAX_CLIENTS 64	/* a mount and each of its trace_pipe readers is one */
+#define CTL_WAIT_MAX_MS 16	/* the longest a parked PIPE_WAIT goes unlooked at */
 
 /* what the next START uses (written by clients, read by READ) */
 struct ctl_conf {
@@ -71,6 +76,7 @@ static struct {
 	bool detach;			/* leave after this request */
 	bool atfork_done;
 	unsigned long nr_requests, nr_refused;
+	char *waiting[CTL_MAX_CLIENTS];	/* per client: its parked PIPE_WAIT's text */
 } C = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
 	.lfd = -1,
@@ -574,8 +580,12 @@ static void do_stop(void)
 
 /* ---- requests -------------------------------------------------------------- */
 
-/* Return: false when the connection is to be closed */
-static bool handle(int fd, char *pkt, ssize_t n, size_t cap)
+/*
+ * One request of client @fd; a PIPE_WAIT that finds nothing is parked:
+ * *@wait gets its text and there is no reply yet (serve_waits()).
+ * Return: false when the connection is to be closed.
+ */
+static bool handle(int fd, char *pkt, ssize_t n, size_t cap, char **wait)
 {
 	struct usft_ctl_hdr h;
 	char why[512] = "", *text, *buf = NULL;
@@ -631,6 +641,20 @@ static bool handle(int fd, char *pkt, ssize_t n, size_t cap)
 		ret = write_file(text, nl + 1, why, sizeof(why));
 		break;
 	}
+	case USFT_CTL_PIPE_WAIT:
+		*wait = strdup(text);	/* PIPE's parsing cuts the text */
+		if (!*wait) {
+			ret = -ENOMEM;
+			break;
+		}
+		ret = tracefs_op(USFT_CTL_PIPE, text, &buf, &len, why, sizeof(why));
+		if (!ret && !len) {
+			free(buf);
+			return true;	/* parked: the reply comes with the data */
+		}
+		free(*wait);
+		*wait = NULL;
+		break;
 	case USFT_CTL_PIPE:
 	case USFT_CTL_TRUNC:
 	case USFT_CTL_MKDIR:
@@ -689,6 +713,8 @@ static bool peer_ok(int fd)
 
 static void drop_client(int *cl, int i)
 {
+	free(C.waiting[i]);	/* a reader gone (or interrupted): its wait with it */
+	C.waiting[i] = NULL;
 	if (cl[i] == C.owner) {
 		/* the `usft record -P` that started this is gone (killed): detach */
 		do_stop();
@@ -701,27 +727,65 @@ static void drop_client(int *cl, int i)
 	cl[i] = -1;
 }
 
+/*
+ * The parked PIPE_WAITs whose trace_pipe has something now (or that fail:
+ * an instance removed) get their reply.  @scratch: room for a request text.
+ * Return: whether one is still parked.
+ */
+static bool serve_waits(const int *cl, char *scratch, bool *served)
+{
+	bool left = false;
+
+	for (int i = 0; i < CTL_MAX_CLIENTS; i++) {
+		char why[512] = "", *buf = NULL;
+		size_t len = 0;
+		int ret;
+
+		if (!C.waiting[i])
+			continue;
+		strcpy(scratch, C.waiting[i]);
+		ret = tracefs_op(USFT_CTL_PIPE, scratch, &buf, &len, why, sizeof(why));
+		if (ret || len) {
+			if (ret)
+				reply_str(cl[i], USFT_CTL_PIPE_WAIT, ret, why[0] ? why : strerror(-ret));
+			else
+				reply(cl[i], USFT_CTL_PIPE_WAIT, 0, buf, len);
+			free(C.waiting[i]);
+			C.waiting[i] = NULL;
+			*served = true;
+		} else {
+			left = true;
+		}
+		free(buf);
+	}
+	return left;
+}
+
 static void *ctl_main(void *arg)
 {
 	size_t cap = sizeof(struct usft_ctl_hdr) + USFT_CTL_MAX_TEXT + 1;
-	int cl[CTL_MAX_CLIENTS];
+	int cl[CTL_MAX_CLIENTS], wait_ms = -1;
 	char *pkt;
 
 	/* every call of this thread is usft's own: never recorded */
 	usft_self_begin();
 	pkt = malloc(cap + 1);
 	prctl(PR_SET_NAME, "usft-control", 0, 0, 0);
-	for (int i = 0; i < CTL_MAX_CLIENTS; i++)
+	for (int i = 0; i < CTL_MAX_CLIENTS; i++) {
 		cl[i] = -1;
+		free(C.waiting[i]);	/* a forked child's copy of its parent's */
+		C.waiting[i] = NULL;
+	}
 	while (pkt && !C.detach) {
 		struct pollfd p[CTL_MAX_CLIENTS + 2];
+		bool parked = false;
 		int np = 0;
 
 		p[np++] = (struct pollfd){ C.lfd, POLLIN, 0 };
 		p[np++] = (struct pollfd){ C.wake[0], POLLIN, 0 };
 		for (int i = 0; i < CTL_MAX_CLIENTS; i++)
 			p[np++] = (struct pollfd){ cl[i], POLLIN, 0 };
-		if (poll(p, np, -1) < 0) {
+		if (poll(p, np, wait_ms) < 0) {
 			if (errno == EINTR)
 				continue;
 			break;
@@ -753,9 +817,26 @@ static void *ctl_main(void *arg)
 			if (n < 0 && (errno == EAGAIN || errno == EINTR))
 				continue;
 			pthread_mutex_lock(&C.lock);
-			if (n <= 0 || !handle(cl[i], pkt, n, cap - 1))
+			/* a request from a client with a parked wait takes its place */
+			free(C.waiting[i]);
+			C.waiting[i] = NULL;
+			if (n <= 0 || !handle(cl[i], pkt, n, cap - 1, &C.waiting[i]))
 				drop_client(cl, i);
+			else if (C.waiting[i])
+				parked = true;
 			pthread_mutex_unlock(&C.lock);
+		}
+		if (parked) {
+			wait_ms = 1;	/* just found empty: look again in 1 ms */
+		} else if (wait_ms >= 0 && !C.detach) {
+			bool served = false, left;
+
+			pthread_mutex_lock(&C.lock);
+			left = serve_waits(cl, pkt, &served);
+			pthread_mutex_unlock(&C.lock);
+			/* 1 ms after data, then doubling while the pipes stay empty */
+			wait_ms = !left ? -1 : served ? 1 :
+				  wait_ms * 2 > CTL_WAIT_MAX_MS ? CTL_WAIT_MAX_MS : wait_ms * 2;
 		}
 		if (p[0].revents & POLLIN) {
 			int fd = accept4(C.lfd, NULL, NULL, SOCK_CLOEXEC), slot = -1;
@@ -785,9 +866,12 @@ static void *ctl_main(void *arg)
 	}
 	free(pkt);
 	pthread_mutex_lock(&C.lock);
-	for (int i = 0; i < CTL_MAX_CLIENTS; i++)
+	for (int i = 0; i < CTL_MAX_CLIENTS; i++) {
 		if (cl[i] >= 0)
 			close(cl[i]);
+		free(C.waiting[i]);
+		C.waiting[i] = NULL;
+	}
 	if (C.pid == getpid())
 		unlink(C.path);
 	close(C.lfd);

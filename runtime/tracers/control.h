@@ -65,6 +65,13 @@ enum usft_ctl_op {
 	USFT_CTL_RMDIR = 10,
 	/* text: "tracefs/PATH" -> nothing: PATH opened with O_TRUNC (trace: cleared) */
 	USFT_CTL_TRUNC = 11,
+	/*
+	 * text: as PIPE -> as PIPE, but the reply waits until that trace_pipe
+	 * has something (kernel: a blocking trace_pipe read), an error, or the
+	 * client's next request (which takes its place: the wait gets no reply)
+	 * or hang-up.  The control thread serves the other clients meanwhile.
+	 */
+	USFT_CTL_PIPE_WAIT = 12,
 	USFT_CTL_NR_OPS,
 };
 
