@@ -162,11 +162,12 @@ static int ctl_connect(const struct usft_target *t)
  * Return: the reply's status (0 or -errno), or -EPIPE/-EPROTO for the
  * connection itself.
  */
-static int ctl_request_fd(int fd, int op, const char *text, char **out, int *rfd);
+static int ctl_request_fd(int fd, int op, const char *text, char **out, int *rfd,
+			  bool (*stop)(void));
 
 static int ctl_request(int fd, int op, const char *text, char **out)
 {
-	return ctl_request_fd(fd, op, text, out, NULL);
+	return ctl_request_fd(fd, op, text, out, NULL, NULL);
 }
 
 /* one packet; a descriptor it carries (SCM_RIGHTS) into *@rfd when asked */
@@ -197,8 +198,14 @@ static ssize_t recv_packet(int fd, char *pkt, size_t cap, int *rfd)
 	return n;
 }
 
-/* ctl_request(), and a descriptor the reply carries into *@rfd (-1: none) */
-static int ctl_request_fd(int fd, int op, const char *text, char **out, int *rfd)
+/*
+ * ctl_request(), and a descriptor the reply carries into *@rfd (-1: none).
+ * @stop (NULL: none): while no reply has come, asked every 100 ms and at
+ * each signal; true gives up the wait (-EINTR; the connection is then out
+ * of step and to be closed).
+ */
+static int ctl_request_fd(int fd, int op, const char *text, char **out, int *rfd,
+			  bool (*stop)(void))
 {
 	size_t tl = text ? strlen(text) : 0, len = 0;
 	struct usft_ctl_hdr h = { .magic = USFT_CTL_MAGIC, .version = USFT_CTL_VERSION,
@@ -206,6 +213,7 @@ static int ctl_request_fd(int fd, int op, const char *text, char **out, int *rfd
 	struct iovec iov[2] = { { &h, sizeof(h) }, { (void *)text, tl } };
 	struct msghdr m = { .msg_iov = iov, .msg_iovlen = tl ? 2 : 1 };
 	char *pkt = malloc(sizeof(h) + USFT_CTL_MAX_TEXT), *buf = NULL;
+	size_t cap = 0;
 	int status = 0;
 	ssize_t sent;
 
@@ -223,6 +231,17 @@ static int ctl_request_fd(int fd, int op, const char *text, char **out, int *rfd
 		free(pkt);
 		return -EPIPE;
 	}
+	while (stop) {
+		/* a reply that waits for data (PIPE_WAIT): no receive timeout */
+		struct pollfd pf = { fd, POLLIN, 0 };
+
+		if (poll(&pf, 1, 100) > 0)
+			break;
+		if (stop()) {
+			free(pkt);
+			return -EINTR;
+		}
+	}
 	for (;;) {
 		ssize_t n;
 		char *p;
@@ -238,12 +257,18 @@ static int ctl_request_fd(int fd, int op, const char *text, char **out, int *rfd
 			status = -EPROTO;
 			break;
 		}
-		p = realloc(buf, len + h.len + 1);
-		if (!p) {
-			status = -ENOMEM;
-			break;
+		if (len + h.len + 1 > cap) {
+			/* doubling: a 1 MiB trace_pipe reply is 16 packets */
+			size_t want = cap * 2 > len + h.len + 1 ? cap * 2 : len + h.len + 1;
+
+			p = realloc(buf, want);
+			if (!p) {
+				status = -ENOMEM;
+				break;
+			}
+			buf = p;
+			cap = want;
 		}
-		buf = p;
 		memcpy(buf + len, pkt + sizeof(h), h.len);
 		len += h.len;
 		buf[len] = 0;
@@ -353,6 +378,11 @@ int usft_ctl_attach(const char *cmd, pid_t pid, bool *loaded)
 int usft_ctl_request(int fd, int op, const char *text, char **out)
 {
 	return ctl_request(fd, op, text, out);
+}
+
+int usft_ctl_request_until(int fd, int op, const char *text, char **out, bool (*stop)(void))
+{
+	return ctl_request_fd(fd, op, text, out, NULL, stop);
 }
 
 int usft_ctl_connect(pid_t pid)
@@ -738,7 +768,7 @@ int usft_record_pid(const char *arg, const struct usft_record_args *a)
 	if (!step) {
 		free(why);
 		/* the reply carries the rings' memfd: crash-safe (control.c) */
-		r = ctl_request_fd(fd, USFT_CTL_START, "detach_on_close", &why, &ring_fd);
+		r = ctl_request_fd(fd, USFT_CTL_START, "detach_on_close", &why, &ring_fd, NULL);
 		usft_attach_step("START request");
 		if (r)
 			step = "start";

@@ -144,6 +144,9 @@ int usft_ctl_attach(const char *cmd, pid_t pid, bool *loaded);
 /* one request (control.h), the whole reply text in *@out (malloc'd);
  * Return: its status, or -EPIPE/-EPROTO/-ETIMEDOUT for the connection */
 int usft_ctl_request(int fd, int op, const char *text, char **out);
+/* the same, for a reply that may wait (PIPE_WAIT): @stop() true ends the
+ * wait with -EINTR, the connection then to be closed */
+int usft_ctl_request_until(int fd, int op, const char *text, char **out, bool (*stop)(void));
 int usft_parse_pid(const char *cmd, const char *s, pid_t *pid);
 /* inject/tracefs/mount.c: `usft mount PID DIR` */
 int usft_cmd_mount(int argc, char **argv);

@@ -24,6 +24,7 @@
 #include <fuse.h>
 #include <fuse_lowlevel.h>
 #include <limits.h>
+#include <malloc.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -358,7 +359,13 @@ static void *fs_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 	cfg->intr_signal = USFT_FUSE_INTR_SIGNAL;	/* handled: on_intr() */
 	if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC)
 		conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;	/* O_TRUNC reaches open() */
-	conn->max_write = USFT_CTL_MAX_TEXT - PATH_MAX - 64;
+	/*
+	 * libfuse asks the kernel for max_write / page size pages per request,
+	 * reads too: 1 MiB lets a trace_pipe read take 1 MiB in one round trip
+	 * (at 64 KiB the pipe could not keep up with one thread calling in a
+	 * loop).  fs_write() cuts writes to what a control request carries.
+	 */
+	conn->max_write = 1 << 20;
 	return NULL;
 }
 
@@ -392,6 +399,8 @@ static int fs_getattr(const char *path, struct stat *st, struct fuse_file_info *
 	}
 	st->st_mode = S_IFREG | (tf ? tf->mode : w.mode ? w.mode : 0644);
 	st->st_nlink = 1;
+	if (tf && (tf->flags & F_PIPE))
+		st->st_blksize = 1 << 20;	/* cat reads this much at a time: one request */
 	return 0;
 }
 
@@ -478,6 +487,10 @@ struct ofile {
 	bool fetched;
 	char *partial;		/* F_LIST: the unfinished last word */
 	size_t plen;
+	/* trace_pipe (kernel: the trace_iterator of the open file) */
+	pthread_mutex_t lock;	/* one read at a time (kernel: iter->mutex) */
+	int pfd;		/* this reader's own control connection; -1 none yet, -2 none */
+	size_t off;		/* what of data this reader has had: the rest is its next read's */
 };
 
 static int fs_open(const char *path, struct fuse_file_info *fi)
@@ -500,6 +513,8 @@ static int fs_open(const char *path, struct fuse_file_info *fi)
 		return -ENOMEM;
 	snprintf(o->path, sizeof(o->path), "%s", path);
 	o->flags = tf ? tf->flags : 0;
+	o->pfd = -1;
+	pthread_mutex_init(&o->lock, NULL);
 	o->replace = acc != O_RDONLY && (fi->flags & O_TRUNC) && !(fi->flags & O_APPEND);
 	if (acc != O_RDONLY && (fi->flags & O_TRUNC) && (o->flags & F_TRUNC)) {
 		char *t = tpath(path, NULL, 0), *out = NULL;
@@ -535,37 +550,110 @@ static int fs_truncate(const char *path, off_t size, struct fuse_file_info *fi)
 	return r == -ENOENT ? 0 : r;
 }
 
-/* wait for trace_pipe data: Return: the bytes, 0 never (blocks), -errno */
+/* a blocked trace_pipe read gives up: its reader's signal, or the process is gone */
+static bool pipe_stop(void)
+{
+	return M.dead || fuse_interrupted();
+}
+
+/*
+ * One PIPE of @o: on its own connection, a PIPE_WAIT (the process's
+ * control thread answers once there is data) unless @nonblock; without
+ * one (the process serves no more clients), a PIPE on the shared one.
+ * Return: 0 with *@out (maybe empty), -EINTR, -errno.
+ */
+static int pipe_request(struct ofile *o, const char *text, bool nonblock, char **out)
+{
+	int r;
+
+	*out = NULL;
+	if (o->pfd == -1)
+		o->pfd = usft_ctl_connect(M.pid);
+	if (o->pfd < 0) {
+		o->pfd = -2;
+		return req(USFT_CTL_PIPE, text, out);
+	}
+	r = usft_ctl_request_until(o->pfd, nonblock ? USFT_CTL_PIPE : USFT_CTL_PIPE_WAIT, text, out,
+				   pipe_stop);
+	if (r == -EBUSY || r == -EINTR || r == -EPIPE || r == -EPROTO || r == -ETIMEDOUT ||
+	    r == -ECONNRESET) {
+		/* out of step (interrupted), refused or gone: closed */
+		bool shared = r == -EBUSY || r == -EPROTO;
+
+		close(o->pfd);
+		o->pfd = shared ? -2 : -1;
+		free(*out);
+		*out = NULL;
+		/* refused at accept (too many clients), or a runtime without
+		 * PIPE_WAIT (started by an older usft): the shared one then */
+		if (shared && !M.dead)
+			return req(USFT_CTL_PIPE, text, out);
+		if (r != -EINTR)
+			M.dead = 1;	/* as req(): the process or its channel is gone */
+		return M.dead ? -ENODEV : -EINTR;
+	}
+	return r;
+}
+
+/*
+ * A trace_pipe read: what the last request brought and this reader has not
+ * had yet, else a request for the read's size (kernel tracing_read_pipe():
+ * the text of whole entries, kept in the iterator when the read is
+ * smaller).  Return: the bytes, 0 never (blocks), -errno.
+ */
 static int pipe_read(struct ofile *o, char *buf, size_t size, struct fuse_file_info *fi)
 {
-	char num[32];
+	bool nonblock = fi->flags & O_NONBLOCK;
+	char num[32], *t;
+	int r = 0;
 
-	snprintf(num, sizeof(num), "%zu", size);
-	for (;;) {
-		char *t = tpath(o->path, num, strlen(num)), *out = NULL;
-		int r = t ? req(USFT_CTL_PIPE, t, &out) : -ENOMEM;
-		size_t n;
+	while (pthread_mutex_trylock(&o->lock)) {
+		/* another read of this open file: wait for it, ^C still ends ours */
+		if (pipe_stop())
+			return M.dead ? -ENODEV : -EINTR;
+		usleep(1000);
+	}
+	/* no more than the read asks (at least a page, as the kernel's seq
+	 * buffer): what a reader does not take is lost when it closes */
+	snprintf(num, sizeof(num), "%zu", size < 4096 ? (size_t)4096 : size);
+	t = tpath(o->path, num, strlen(num));
+	while (t && o->off >= o->len) {
+		char *out = NULL;
 
-		free(t);
+		r = pipe_request(o, t, nonblock, &out);
 		if (r) {
 			free(out);
-			return r;
+			break;
 		}
-		n = out ? strlen(out) : 0;
-		if (n) {
-			if (n > size)
-				n = size;
-			memcpy(buf, out, n);
-			free(out);
-			return (int)n;
+		free(o->data);
+		o->data = out;
+		o->len = out ? strlen(out) : 0;
+		o->off = 0;
+		if (o->len)
+			break;
+		if (nonblock) {
+			r = -EAGAIN;
+			break;
 		}
-		free(out);
-		if (fi->flags & O_NONBLOCK)
-			return -EAGAIN;
-		if (fuse_interrupted())
-			return -EINTR;
-		usleep(10000);
+		if (pipe_stop()) {
+			r = M.dead ? -ENODEV : -EINTR;
+			break;
+		}
+		if (o->pfd < 0)
+			usleep(10000);	/* the shared connection: no waiting there */
 	}
+	free(t);
+	if (!t)
+		r = -ENOMEM;
+	if (!r) {
+		size_t n = o->len - o->off < size ? o->len - o->off : size;
+
+		memcpy(buf, o->data + o->off, n);
+		o->off += n;
+		r = (int)n;
+	}
+	pthread_mutex_unlock(&o->lock);
+	return r;
 }
 
 static int fs_read(const char *path, char *buf, size_t size, off_t off,
@@ -599,14 +687,17 @@ static int fs_read(const char *path, char *buf, size_t size, off_t off,
 	return (int)size;
 }
 
+/* the most one write request carries: its text is "tracefs/PATH\nDATA" */
+#define WRITE_CHUNK (USFT_CTL_MAX_TEXT - PATH_MAX - 64)
+
 /* one write request: WRITE (replaces) or APPEND */
 static int send_write(struct ofile *o, const char *data, size_t len)
 {
 	char *t, *out = NULL;
 	int r;
 
-	if (memchr(data, 0, len))
-		return -EINVAL;	/* the channel carries text */
+	if (memchr(data, 0, len) || len > WRITE_CHUNK)
+		return -EINVAL;	/* the channel carries text; a word this long is no name */
 	t = tpath(o->path, data, len);
 	if (!t)
 		return -ENOMEM;
@@ -622,18 +713,13 @@ static int send_write(struct ofile *o, const char *data, size_t len)
 	return r;
 }
 
-static int fs_write(const char *path, const char *buf, size_t size, off_t off,
-		    struct fuse_file_info *fi)
+/* one piece of a write, at most WRITE_CHUNK bytes; Return: @size or -errno */
+static int write_piece(struct ofile *o, const char *buf, size_t size)
 {
-	struct ofile *o = (struct ofile *)(uintptr_t)fi->fh;
 	size_t cut;
 	char *all;
 	int r;
 
-	(void)path;
-	(void)off;
-	if (M.dead)
-		return -ENODEV;
 	if (!(o->flags & F_LIST)) {
 		r = send_write(o, buf, size);
 		return r ? r : (int)size;
@@ -665,6 +751,29 @@ static int fs_write(const char *path, const char *buf, size_t size, off_t off,
 	return (int)size;
 }
 
+/* in pieces a control request carries, as the kernel's FUSE cut them at
+ * the old max_write; Return: the bytes taken, or -errno when none were */
+static int fs_write(const char *path, const char *buf, size_t size, off_t off,
+		    struct fuse_file_info *fi)
+{
+	struct ofile *o = (struct ofile *)(uintptr_t)fi->fh;
+	size_t done = 0;
+
+	(void)path;
+	(void)off;
+	if (M.dead)
+		return -ENODEV;
+	while (done < size) {
+		size_t n = size - done < WRITE_CHUNK ? size - done : WRITE_CHUNK;
+		int r = write_piece(o, buf + done, n);
+
+		if (r < 0)
+			return done ? (int)done : r;
+		done += n;
+	}
+	return (int)size;
+}
+
 static int fs_release(const char *path, struct fuse_file_info *fi)
 {
 	struct ofile *o = (struct ofile *)(uintptr_t)fi->fh;
@@ -676,6 +785,9 @@ static int fs_release(const char *path, struct fuse_file_info *fi)
 		else if (o->replace && (o->flags & F_LIST))
 			send_write(o, "", 0);		/* `> file` with nothing written: emptied */
 	}
+	if (o->pfd >= 0)
+		close(o->pfd);
+	pthread_mutex_destroy(&o->lock);
 	free(o->partial);
 	free(o->data);
 	free(o);
@@ -823,6 +935,13 @@ int usft_mount_tracefs(int fd, pid_t pid, const char *dir, bool foreground, int 
 	pthread_t wt;
 	int r;
 
+	/*
+	 * The 1 MiB buffers of each trace_pipe read (libfuse's, the reply's)
+	 * from the heap, not a fresh mmap() each: at that size glibc would map
+	 * and unmap them, every page faulted in and cleared on every read.
+	 */
+	mallopt(M_MMAP_THRESHOLD, 8 << 20);
+	mallopt(M_TRIM_THRESHOLD, 32 << 20);
 	M.fd = fd;
 	M.pid = pid;
 	M.t0 = time(NULL);
