@@ -675,10 +675,12 @@ static bool ring_get(struct ta_ring *r, unsigned long *pos, struct ta_ent *out)
 struct comm_cache {
 	unsigned int tid[64];
 	char comm[64][17];
+	char pre[64][26];	/* "%16s-%-7u" of comm and tid: func_line()'s, "" not yet */
 	unsigned int n;
 };
 
-static const char *comm_of(struct comm_cache *cc, unsigned int tid)
+/* @tid's slot in @cc, its comm read in once; Return: it, -1 for tid 0 */
+static int comm_slot(struct comm_cache *cc, unsigned int tid)
 {
 	char path[64];
 	unsigned int i;
@@ -686,12 +688,13 @@ static const char *comm_of(struct comm_cache *cc, unsigned int tid)
 	int fd;
 
 	if (!tid)
-		return "<...>";
+		return -1;
 	for (i = 0; i < cc->n; i++)
 		if (cc->tid[i] == tid)
-			return cc->comm[i];
+			return (int)i;
 	i = cc->n < 64 ? cc->n++ : tid % 64;
 	cc->tid[i] = tid;
+	cc->pre[i][0] = 0;
 	snprintf(cc->comm[i], sizeof(cc->comm[i]), "<...>");
 	snprintf(path, sizeof(path), "/proc/self/task/%u/comm", tid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -703,7 +706,14 @@ static const char *comm_of(struct comm_cache *cc, unsigned int tid)
 			cc->comm[i][strcspn(cc->comm[i], "\n")] = 0;
 		}
 	}
-	return cc->comm[i];
+	return (int)i;
+}
+
+static const char *comm_of(struct comm_cache *cc, unsigned int tid)
+{
+	int i = comm_slot(cc, tid);
+
+	return i < 0 ? "<...>" : cc->comm[i];
 }
 
 /*
@@ -716,19 +726,28 @@ static const char *comm_of(struct comm_cache *cc, unsigned int tid)
 static struct sym_slot {
 	unsigned long addr, off, gen;
 	const char *name;
+	size_t len;
 } sym_cache[256];
 static unsigned long sym_gen = 1;
 
-static const char *sym_lookup(unsigned long addr, unsigned long *off)
+static struct sym_slot *sym_slot_of(unsigned long addr)
 {
 	struct sym_slot *s = &sym_cache[(addr ^ addr >> 8 ^ addr >> 16) & 255];
 
 	if (s->gen != sym_gen || s->addr != addr) {
 		s->off = 0;
 		s->name = usft_kallsyms_lookup(addr, &s->off);
+		s->len = s->name ? strlen(s->name) : 0;
 		s->addr = addr;
 		s->gen = sym_gen;
 	}
+	return s;
+}
+
+static const char *sym_lookup(unsigned long addr, unsigned long *off)
+{
+	struct sym_slot *s = sym_slot_of(addr);
+
 	*off = s->off;
 	return s->name;
 }
@@ -875,10 +894,138 @@ static bool print_graph(FILE *f, struct trace_array *tr, struct comm_cache *cc,
 	return false;
 }
 
+/* @v in decimal at @p, at least @width digits (zero-padded); Return: the end */
+static char *put_dec(char *p, unsigned long long v, int width)
+{
+	static const char pairs[] = "0001020304050607080910111213141516171819"
+				    "2021222324252627282930313233343536373839"
+				    "4041424344454647484950515253545556575859"
+				    "6061626364656667686970717273747576777879"
+				    "8081828384858687888990919293949596979899";
+	char d[24], *q = d + sizeof(d);
+	int n;
+
+	while (v >= 100) {	/* two digits a division */
+		q -= 2;
+		memcpy(q, pairs + 2 * (v % 100), 2);
+		v /= 100;
+	}
+	if (v >= 10) {
+		q -= 2;
+		memcpy(q, pairs + 2 * v, 2);
+	} else {
+		*--q = (char)('0' + v);
+	}
+	while (d + sizeof(d) - q < width)
+		*--q = '0';
+	n = (int)(d + sizeof(d) - q);
+	memcpy(p, q, (size_t)n);
+	return p + n;
+}
+
+/* what print_sym() prints for @addr without sym-offset/sym-addr; Return: the end */
+static char *put_sym(char *p, unsigned long addr)
+{
+	struct sym_slot *s;
+
+	if (!addr)
+		return p + sprintf(p, "0x0");
+	s = sym_slot_of(addr);
+	if (!s->name)
+		return p + sprintf(p, "0x%lx", addr);
+	memcpy(p, s->name, s->len);
+	return p + s->len;
+}
+
+#define FUNC_LINE_MAX	(26 + 32 + 2 * 24 + 2 * FUNC_NAME_MAX)
+#define FUNC_NAME_MAX	256
+
+/* func_line() serves @tr's options: context shown, no sym-offset/sym-addr */
+static bool func_line_ok(struct trace_array *tr)
+{
+	return OPT(tr, OPT_CONTEXT) && !OPT(tr, OPT_SYM_OFFSET) && !OPT(tr, OPT_SYM_ADDR);
+}
+
+/*
+ * The function tracer's line (func_line_ok() options), the text
+ * print_context() and print_sym() make, built at @p without a stdio call
+ * per field: a trace_pipe reader that keeps up formats millions a second.
+ * Return: its length (at most FUNC_LINE_MAX), 0 for a name longer than
+ * FUNC_NAME_MAX (the general path prints it).
+ */
+static size_t func_line(char *p0, struct trace_array *tr, struct comm_cache *cc,
+			const struct ta_ent *e)
+{
+	char *p = p0;
+	int i;
+
+	if ((e->a && sym_slot_of(e->a)->len > FUNC_NAME_MAX) ||
+	    (OPT(tr, OPT_PRINT_PARENT) && e->b && sym_slot_of(e->b)->len > FUNC_NAME_MAX))
+		return 0;
+	i = comm_slot(cc, e->tid);
+	if (i >= 0) {
+		if (!cc->pre[i][0]) {
+			char comm[sizeof(cc->comm[i])];
+
+			memcpy(comm, cc->comm[i], sizeof(comm));
+			snprintf(cc->pre[i], sizeof(cc->pre[i]), "%16s-%-7u", comm, e->tid);
+		}
+		p = stpcpy(p, cc->pre[i]);
+	} else {
+		p += sprintf(p, "%16s-%-7u", "<...>", e->tid);
+	}
+	memcpy(p, " [", 2);
+	p = put_dec(p + 2, e->cpu == EV_CPU_UNKNOWN ? 0 : e->cpu, 3);
+	memcpy(p, "] ", 2);
+	p += 2;
+	if (OPT(tr, 20)) {
+		memcpy(p, ".....", 5);
+		p += 5;
+	}
+	*p++ = ' ';
+	if (tr->clock == CLK_COUNTER) {
+		p = put_dec(p, e->ts, 0);
+	} else {
+		unsigned long long sec = e->ts / 1000000000ULL;
+		int w = (int)(put_dec(p, sec, 0) - p);
+
+		if (w < 5) {	/* %5llu */
+			memmove(p + 5 - w, p, (size_t)w);
+			memset(p, ' ', (size_t)(5 - w));
+			w = 5;
+		}
+		p += w;
+		*p++ = '.';
+		p = put_dec(p, e->ts % 1000000000ULL / 1000, 6);
+	}
+	memcpy(p, ": ", 2);
+	p = put_sym(p + 2, e->a);
+	if (OPT(tr, OPT_PRINT_PARENT)) {
+		memcpy(p, " <-", 3);
+		p = put_sym(p + 3, e->b);
+	}
+	*p++ = '\n';
+	return (size_t)(p - p0);
+}
+
+/* the function line through func_line(); Return: false: not printed */
+static bool print_func_line(FILE *f, struct trace_array *tr, struct comm_cache *cc,
+			    const struct ta_ent *e)
+{
+	char line[FUNC_LINE_MAX];
+	size_t n = func_line_ok(tr) ? func_line(line, tr, cc, e) : 0;
+
+	if (n)
+		fwrite(line, 1, n, f);
+	return n;
+}
+
 /* one entry; Return: whether @next was printed with it (a graph leaf) */
 static bool print_ent(FILE *f, struct trace_array *tr, struct comm_cache *cc,
 		      const struct ta_ent *e, const struct ta_ent *next)
 {
+	if (e->type == TA_FUNC && print_func_line(f, tr, cc, e))
+		return false;
 	if (e->type == TA_GENT || e->type == TA_GRET ||
 	    ((e->type == TA_MARK || e->type == TA_EVENT) && tr->tracer == TA_GRAPH))
 		return print_graph(f, tr, cc, e, next);
@@ -2081,27 +2228,49 @@ int usft_tracefs_pipe(const char *path, size_t max, FILE *f, char *why, size_t w
 	struct comm_cache cc = { .n = 0 };
 	struct ta_ring *r;
 	unsigned long pos;
-	long start;
 	struct ta_ent e, next;
+	char batch[16384];	/* function lines, written out together */
+	size_t bl = 0, out = 0;
+	bool fast;
 
 	sym_gen++;
 	if (!tr) {
 		snprintf(why, wlen, "no instance in '%s'", path);
 		return -ENOENT;
 	}
+	fast = func_line_ok(tr);
 	r = &tr->ring;
 	pos = __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE);
-	start = ftell(f);
-	while (ftell(f) - start + 512 < (long)max && ring_get(r, &pos, &e)) {
+	while (out + bl + 512 < max && ring_get(r, &pos, &e)) {
 		unsigned long peek = pos;
-		bool have_next = e.type == TA_GENT && ring_get(r, &peek, &next);
+		bool have_next;
+		size_t n;
+		long at;
 
 		if (!e.type)
 			continue;
+		if (fast && e.type == TA_FUNC && (n = func_line(batch + bl, tr, &cc, &e))) {
+			bl += n;
+			if (bl > sizeof(batch) - FUNC_LINE_MAX) {
+				fwrite(batch, 1, bl, f);
+				out += bl;
+				bl = 0;
+			}
+			continue;
+		}
+		if (bl) {
+			fwrite(batch, 1, bl, f);
+			out += bl;
+			bl = 0;
+		}
+		have_next = e.type == TA_GENT && ring_get(r, &peek, &next);
+		at = ftell(f);
 		if (print_ent(f, tr, &cc, &e, have_next ? &next : NULL))
 			pos = peek;
-		fflush(f);
+		out += (size_t)(ftell(f) - at);
 	}
+	if (bl)
+		fwrite(batch, 1, bl, f);
 	__atomic_store_n(&r->tail, pos, __ATOMIC_RELEASE);
 	return 0;
 }
