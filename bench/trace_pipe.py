@@ -10,6 +10,9 @@ on the same running process in one run, rounds interleaved:
                        entries-written): what the pipe had to keep up with
   record_events_per_s  `usft record -P PID -p function -l work --duration D`
                        on the same process: events in the trace file per second
+  pipe_lost            of the ring's events, the share the reader never got
+                       (overwritten before it read them: 1 - lines / written)
+  record_lost          of the record's events, the share it says it lost
   pipe_vs_record       pipe_lines_per_s / record_events_per_s
 
   bench/trace_pipe.py [BUILD_DIR [SECONDS [ROUNDS]]]
@@ -90,19 +93,21 @@ def pipe_round(d):
 
 
 def record_round(pid, work):
+    """Return: (events/s in the file, the share lost)"""
     out = os.path.join(work, 'r.dat')
     r = subprocess.run([USFT, 'record', '-P', str(pid), '-p', 'function', '-l', 'work',
                         '--duration', str(SECONDS), '-o', out], capture_output=True, text=True)
-    m = re.search(r'usft: (\d+) events', r.stderr)
+    m = re.search(r'usft: (\d+) events, (\d+) lost', r.stderr)
     if r.returncode or not m:
         raise SystemExit('trace_pipe: usft record -P failed (%d): %s' % (r.returncode, r.stderr))
     os.unlink(out)
-    return int(m.group(1)) / SECONDS
+    ev, lost = int(m.group(1)), int(m.group(2))
+    return ev / SECONDS, lost / (ev + lost) if ev + lost else 0.0
 
 
-def line(name, v, unit):
-    print('%-20s %12.0f %s  (%.0f..%.0f, %d rounds)' % (name, statistics.median(v), unit,
-                                                       min(v), max(v), len(v)))
+def line(name, v, unit, fmt='%12.0f', rfmt='%.0f'):
+    print(('%-20s ' + fmt + ' %s  (' + rfmt + '..' + rfmt + ', %d rounds)') %
+          (name, statistics.median(v), unit, min(v), max(v), len(v)))
 
 
 def main():
@@ -120,7 +125,7 @@ def main():
     subprocess.run(['cc', '-O2', pfe, src, '-o', exe], check=True)
     os.mkdir(d)
     p = subprocess.Popen([exe], stdout=subprocess.PIPE, text=True)
-    res = {'pipe': [], 'ring': [], 'record': []}
+    res = {'pipe': [], 'ring': [], 'record': [], 'plost': [], 'rlost': []}
     try:
         if p.stdout.readline().strip() != 'ready':
             raise SystemExit('trace_pipe: the target did not start')
@@ -133,7 +138,10 @@ def main():
             lps, wps = pipe_round(d)
             res['pipe'].append(lps)
             res['ring'].append(wps)
-            res['record'].append(record_round(p.pid, work))
+            res['plost'].append(max(0.0, 1 - lps / wps) if wps else 0.0)
+            eps, lost = record_round(p.pid, work)
+            res['record'].append(eps)
+            res['rlost'].append(lost)
     finally:
         subprocess.run([USFT, 'detach', str(p.pid)], capture_output=True)
         p.send_signal(signal.SIGTERM)
@@ -141,6 +149,8 @@ def main():
     line('pipe_lines_per_s', res['pipe'], 'lines/s')
     line('ring_written_per_s', res['ring'], 'events/s')
     line('record_events_per_s', res['record'], 'events/s')
+    line('pipe_lost', res['plost'], 'of the ring', '%12.3f', '%.3f')
+    line('record_lost', res['rlost'], 'of the record', '%12.3f', '%.3f')
     print('%-20s %12.3f' % ('pipe_vs_record', statistics.median(res['pipe']) /
                             statistics.median(res['record'])))
 
