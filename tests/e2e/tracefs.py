@@ -8,7 +8,9 @@ tracefs.py CASE --usft PATH --tracees DIR --work DIR [--toykernel PATH]
                !glob removes), the errno of each bad write, and that a refused
                write leaves the file and the program text as they were
   pipe         trace_pipe consumes, blocks, polls; trace_marker; O_TRUNC of trace;
-               readers killed while blocked in read cost the server nothing
+               readers killed while blocked in read cost the server nothing;
+               two readers get distinct events, small reads lose nothing,
+               function lines in the kernel's format, writes over 64 KiB
   instances    mkdir/rmdir instances/NAME: own tracer, filter and buffer
   concurrency  two writers of filters while a reader consumes trace_pipe and
                the tracee's threads run: every state read is one a write made
@@ -22,6 +24,7 @@ waits have generous limits and only fail when a thing never happens.
 """
 import errno
 import os
+import re
 import select
 import signal
 import subprocess
@@ -286,7 +289,9 @@ def case_pipe():
         data = os.read(fd, 65536).decode()
         os.close(fd)
         check(" mix <-checksum" in data, "function lines through trace_pipe")
+        func_format(data)
         m.ok("current_tracer", "nop\n")
+        pipe_readers(m)
         # set_ftrace_filter commands (function probes) and their read-back
         m.ok("set_ftrace_filter", "mix:traceoff\n")
         f = m.read("set_ftrace_filter").splitlines()
@@ -311,6 +316,77 @@ def case_pipe():
     finally:
         m.umount()
     t.finish()
+
+
+FUNC_LINE = re.compile(r"^(.{16})-(\d+) *\[(\d{3})\] \.\.\.\.\. +(\d+)\.(\d{6}): (\S+) <-(\S+)$")
+
+
+def func_format(data):
+    """each function line is the kernel's "%16s-%-7d [%03d] ..... %5lu.%06lu: %ps <-%ps"""
+    got = [l for l in data.splitlines() if "<-" in l]
+    check(got, "no function lines in %r" % data[:200])
+    for l in got:
+        f = FUNC_LINE.match(l)
+        check(f, "function line not in the kernel's format: %r" % l)
+        comm, tid, cpu, sec, usec, fn, parent = f.groups()
+        want = "%16s-%-7d [%03d] ..... %5d.%06d: %s <-%s" % (
+            comm.strip(), int(tid), int(cpu), int(sec), int(usec), fn, parent)
+        check(l == want, "function line %r, the kernel's format gives %r" % (l, want))
+
+
+def drain(fd, size=65536):
+    """everything a non-blocking trace_pipe fd has, @size bytes a read"""
+    out = b""
+    try:
+        while True:
+            d = os.read(fd, size)
+            if not d:
+                break
+            out += d
+    except BlockingIOError:
+        pass
+    return out.decode()
+
+
+def pipe_readers(m):
+    """two readers each get distinct events (together all of them); reads
+    smaller than a line lose nothing; writes longer than a control request"""
+    a = os.open(m.path("trace_pipe"), os.O_RDONLY | os.O_NONBLOCK)
+    b = os.open(m.path("trace_pipe"), os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        drain(a)
+        sent = ["two readers %d" % i for i in range(300)]
+        got_a, got_b = [], []
+        for i, text in enumerate(sent):
+            m.ok("trace_marker", text + "\n")
+            if i % 7 == 3:
+                got_a.append(drain(a, 200))
+            elif i % 7 == 6:
+                got_b.append(drain(b))
+        got_a.append(drain(a, 200))
+        got_b.append(drain(b))
+        marks = lambda chunks: [l.split("tracing_mark_write: ", 1)[1]
+                                for l in "".join(chunks).splitlines() if "tracing_mark_write: " in l]
+        ma, mb = marks(got_a), marks(got_b)
+        check(ma and mb, "both readers got events: %d and %d" % (len(ma), len(mb)))
+        check(not set(ma) & set(mb), "an event reached both readers: %r" % (set(ma) & set(mb)))
+        check(sorted(ma + mb) == sorted(sent), "the two readers lost or doubled events: "
+              "%d + %d of %d" % (len(ma), len(mb), len(sent)))
+        # a read smaller than the line: the rest of it comes with the next reads
+        m.ok("trace_marker", "a line read 7 bytes at a time\n")
+        text = drain(a, 7)
+        check(text.endswith("tracing_mark_write: a line read 7 bytes at a time\n"),
+              "7-byte reads: %r" % text)
+    finally:
+        os.close(a)
+        os.close(b)
+    # a write larger than one control request (64 KiB) is cut between words
+    m.ok("set_ftrace_filter", "mix checksum " * 8000 + "\n")
+    check(sorted(m.read("set_ftrace_filter").split()) == ["checksum", "mix"],
+          "a 100 KiB filter write: %r" % m.read("set_ftrace_filter")[:200])
+    m.ok("set_ftrace_filter", "\n")
+    m.ok("trace_marker", "x" * 100000 + "\n")
+    check(m.read("current_tracer") == "nop\n", "the mount answers after a 100 KB marker")
 
 
 def blocked_in_fuse(pid):
