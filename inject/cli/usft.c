@@ -37,7 +37,19 @@
  */
 static int read_trace(const char *input, struct usft_trace *t, bool stream)
 {
-	int r = stream ? usft_trace_open(input, t) : usft_trace_read(input, t, true);
+	const char *load = getenv("USFT_REPORT_LOAD");	/* the loading reader, for comparison */
+	int r;
+
+	if (load && !strcmp(load, "1"))
+		stream = false;
+	r = stream ? usft_trace_open(input, t) : usft_trace_read(input, t, true);
+	if (r == -ENOSPC || r == -EDQUOT) {
+		fprintf(stderr, "usft: %s is not a regular file: it is copied into TMPDIR (%s) to be "
+			"read as it streams, and there is no room there; set TMPDIR to a directory "
+			"with room for the trace, or give the file itself with -i FILE\n", input,
+			getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+		return USFT_EXIT_FAIL;
+	}
 
 	if (r == -ENODATA) {
 		fprintf(stderr, "usft: %s is empty: nothing was recorded in it (a program without "
@@ -221,7 +233,7 @@ static int cmd_report(int argc, char **argv)
 		return usft_usage_error("report", "%s", why);
 	/*
 	 * Every format and view streams the events from the file: memory does
-	 * not follow the trace's size (a pipe, or -A/-R values, are loaded).
+	 * not follow the trace's size (a pipe is copied into TMPDIR first).
 	 */
 	r = read_trace(input, &t, true);
 	if (r)

@@ -190,7 +190,7 @@ static void print_profile_track(FILE *out, bool *first, struct usft_rsession *s)
 static bool json_values(FILE *out, const struct usft_trace *t, const struct usft_revent *e,
 			unsigned int kind, const char *key)
 {
-	const char *v = t->nvals ? usft_trace_values(t, e, kind) : NULL;
+	const char *v = usft_trace_has_values(t) ? usft_trace_values(t, e, kind) : NULL;
 
 	if (!v)
 		return false;

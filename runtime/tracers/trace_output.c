@@ -289,7 +289,7 @@ static void print_graph(FILE *out, struct usft_trace *t, unsigned int flags)
 	struct usft_trace_iter *it = usft_trace_iter_new(t);
 	const struct usft_revent *e;
 	int cw = cpu_width(t);
-	bool have_prev = false, vals = t->nvals > 0;
+	bool have_prev = false, vals = usft_trace_has_values(t);
 	uint32_t prev_tid = 0, prev_sess = 0;
 	char nb1[32];
 

@@ -447,10 +447,23 @@ static char *keep_text(struct usft_trace *t, uint32_t seq, const uint64_t *w, si
 	return v->text;
 }
 
+bool usft_trace_has_values(const struct usft_trace *t)
+{
+	if (t->nvals)
+		return true;
+	for (size_t i = 0; t->index && i < t->nsess; i++)
+		if (t->sess[i].values)
+			return true;
+	return false;
+}
+
 const char *usft_trace_values(const struct usft_trace *t, const struct usft_revent *e,
 			      unsigned int kind)
 {
 	size_t lo = 0, hi = t->nvals;
+
+	if (t->index)
+		return usft_rindex_values(t, e, kind);
 
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
@@ -593,6 +606,64 @@ int usft_trace_read_fd(int fd, struct usft_trace *t, bool load_events)
 	return read_chunks(fd, t, READ_COUNT);
 }
 
+/*
+ * A pipe (or any file that is not a regular one) copied into an unlinked
+ * file in TMPDIR, so that it streams as a file does: memory stays bounded
+ * whatever the trace's size; the disk holds it meanwhile.
+ * Return: the copy's descriptor at offset 0, or -errno (-ENOSPC: no room).
+ */
+static int spool(int in)
+{
+	const size_t len = 1U << 20;
+	const char *dir = getenv("TMPDIR");
+	char path[4096], *buf;
+	int fd, ret = 0;
+
+	if (!dir || !*dir)
+		dir = "/tmp";
+	fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		/* a file system without O_TMPFILE: a named one, removed at once */
+		if (snprintf(path, sizeof(path), "%s/usft-report-XXXXXX", dir) >= (int)sizeof(path))
+			return -ENAMETOOLONG;
+		fd = mkostemp(path, O_CLOEXEC);
+		if (fd < 0)
+			return -errno;
+		unlink(path);
+	}
+	buf = malloc(len);
+	while (buf && !ret) {
+		ssize_t r = read(in, buf, len), w = 0;
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			ret = r ? -errno : 0;
+			break;
+		}
+		while (w < r && !ret) {
+			ssize_t k = write(fd, buf + w, (size_t)(r - w));
+
+			if (k > 0)
+				w += k;
+			else if (k < 0 && errno != EINTR)
+				ret = -errno;
+			else if (!k)
+				ret = -ENOSPC;
+		}
+	}
+	if (!buf)
+		ret = -ENOMEM;
+	free(buf);
+	if (!ret && lseek(fd, 0, SEEK_SET))
+		ret = -errno;
+	if (ret) {
+		close(fd);
+		return ret;
+	}
+	return fd;
+}
+
 int usft_trace_open(const char *path, struct usft_trace *t)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC), ret;
@@ -602,20 +673,15 @@ int usft_trace_open(const char *path, struct usft_trace *t)
 	if (fd < 0)
 		return -errno;
 	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
-		ret = read_chunks(fd, t, READ_LOAD);
+		int copy = spool(fd);
+
 		close(fd);
-		return ret;
+		if (copy < 0)
+			return copy;
+		fd = copy;
 	}
-	/* the index keeps its own descriptor (dup'd) */
+	/* the index keeps its own descriptor (dup'd); values are read as they stream */
 	ret = read_chunks(fd, t, READ_INDEX);
-	for (size_t i = 0; !ret && i < t->nsess; i++) {
-		if (!t->sess[i].values)
-			continue;
-		/* arguments are kept by event: those traces are loaded */
-		usft_trace_free(t);
-		ret = lseek(fd, 0, SEEK_SET) ? -errno : read_chunks(fd, t, READ_LOAD);
-		break;
-	}
 	close(fd);
 	return ret;
 }

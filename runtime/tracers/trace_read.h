@@ -190,6 +190,11 @@ int usft_rindex_add(struct usft_trace *t, int fd, unsigned int sess, uint32_t ti
 void usft_rindex_free(struct usft_rindex *x);
 /* the events of the sessions no END counted, counted from their chunks */
 void usft_rindex_count(struct usft_trace *t);
+/* a streamed trace: the values of @e the live iterator decoded, NULL none */
+const char *usft_rindex_values(const struct usft_trace *t, const struct usft_revent *e,
+			       unsigned int kind);
+/* whether any event of @t may have -A/-R values (loaded or streamed) */
+bool usft_trace_has_values(const struct usft_trace *t);
 
 /*
  * Set by the command before a read: names are passed through it as they are

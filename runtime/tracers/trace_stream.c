@@ -15,6 +15,12 @@
  * event).  Loaded traces (usft_trace_read()) are walked in their sorted
  * array through the same interface.
  *
+ * -A/-R values (EV_DATA after the event they belong to) are formatted when
+ * the stream decodes them, into a small ring per stream indexed by the
+ * event's sequence number: an event is returned (or peeked) at most
+ * USFT_ITER_REORDER events after it was decoded, so its values are still
+ * there; usft_trace_values() finds them through the live iterator.
+ *
  * Untrusted input: each chunk header is read again and checked (magic,
  * type, size within the file) before its words are used.
  */
@@ -23,9 +29,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "trace_args.h"
 #include "trace_read.h"
 
 #define STREAM_WINDOW	(16U << 10)	/* bytes of a chunk read at once */
+/* events whose values a stream keeps (a power of 2, well above the window) */
+#define VAL_SLOTS	(4U * USFT_ITER_REORDER)
+#define VAL_KINDS	(USFT_DATA_RETVAL_RAW - USFT_DATA_ARGS + 1)
 
 struct rchunk {
 	uint64_t off;		/* the chunk's header */
@@ -47,6 +57,7 @@ struct usft_rindex {
 	size_t ns, scap;
 	uint32_t *hash;		/* stream index + 1; 0: empty */
 	size_t hcap;
+	struct usft_trace_iter *live;	/* the iterator whose values usft_trace_values() sees */
 };
 
 static size_t key_hash(uint32_t sess, uint32_t tid, size_t cap)
@@ -152,6 +163,26 @@ void usft_rindex_free(struct usft_rindex *x)
 
 /* ---- one stream --------------------------------------------------------- */
 
+/* the index of @sess/@tid's stream, -1 if none (never adds one) */
+static long stream_find(const struct usft_rindex *x, uint32_t sess, uint32_t tid)
+{
+	if (!x->hcap)
+		return -1;
+	for (size_t k = key_hash(sess, tid, x->hcap); x->hash[k]; k = (k + 1) & (x->hcap - 1)) {
+		const struct rstream_meta *m = &x->s[x->hash[k] - 1];
+
+		if (m->sess == sess && m->tid == tid)
+			return (long)(x->hash[k] - 1);
+	}
+	return -1;
+}
+
+/* the values of one decoded event, by kind */
+struct sval {
+	uint32_t seq;
+	char *text[VAL_KINDS];
+};
+
 struct rstream {
 	uint32_t sess, tid;
 	uint32_t chunk;		/* the chunk being read, UINT32_MAX: done */
@@ -165,6 +196,10 @@ struct rstream {
 	/* an EV_STACK at pos being split into its frames: the next one, how many */
 	unsigned int stk_k, stk_n;
 	struct usft_revent stk;
+	/* the last event decoded in this chunk (EV_DATA belongs to it), valid if last_ok */
+	struct usft_revent last_ev;
+	bool last_ok;
+	struct sval *vals;	/* VAL_SLOTS, by seq; NULL: the session has no values */
 };
 
 struct usft_trace_iter {
@@ -240,6 +275,7 @@ static int open_chunk(struct usft_trace_iter *it, struct rstream *s)
 	s->end = s->at + (h.size & ~7ULL);
 	s->epoch = c->epoch;
 	s->nw = s->pos = 0;
+	s->last_ok = false;	/* values never belong to another chunk's event */
 	if (h.arg) {
 		struct usft_revent e = { .ts = ss->base_ns, .w1 = (uint64_t)EV_LOST << EV_TYPE_SHIFT,
 					 .aux = h.arg, .tid = s->tid, .seq = s->seq++,
@@ -288,6 +324,51 @@ static int refill_words(struct usft_trace_iter *it, struct rstream *s)
 	return 0;
 }
 
+/*
+ * EV_DATA @w (@words) after the stream's last event: its values, if it is
+ * the same function (as the loading reader checks), formatted into the
+ * event's slot
+ */
+static void stream_values(struct rstream *s, const uint64_t *w, unsigned int words)
+{
+	unsigned int kind = (unsigned int)(w[0] >> EV_DATA_KIND_SHIFT) & 0xff;
+	struct sval *v;
+	char buf[1024];
+
+	if (!s->last_ok || kind < USFT_DATA_ARGS || kind > USFT_DATA_RETVAL_RAW ||
+	    usft_rev_ip(&s->last_ev) != (w[1] & EV_IP_MASK) ||
+	    usft_rev_type(&s->last_ev) == EV_LOST ||
+	    !usft_format_values(w + 2, words - 2, buf, sizeof(buf)))
+		return;		/* a malformed payload shows nothing */
+	v = &s->vals[s->last_ev.seq & (VAL_SLOTS - 1)];
+	if (v->seq != s->last_ev.seq) {
+		/* an older event's slot: its values are no longer asked for */
+		for (unsigned int k = 0; k < VAL_KINDS; k++) {
+			free(v->text[k]);
+			v->text[k] = NULL;
+		}
+		v->seq = s->last_ev.seq;
+	}
+	free(v->text[kind - USFT_DATA_ARGS]);
+	v->text[kind - USFT_DATA_ARGS] = strdup(buf);
+}
+
+/* @e decoded: EV_DATA after it is its; its slot freed of an event VAL_SLOTS before */
+static void stream_decoded(struct rstream *s, const struct usft_revent *e)
+{
+	s->last_ev = *e;
+	s->last_ok = true;
+	if (s->vals) {
+		struct sval *v = &s->vals[e->seq & (VAL_SLOTS - 1)];
+
+		for (unsigned int k = 0; k < VAL_KINDS; k++) {
+			free(v->text[k]);
+			v->text[k] = NULL;
+		}
+		v->seq = e->seq;
+	}
+}
+
 /* decode until the window is full or the stream ends */
 static void stream_fill(struct usft_trace_iter *it, struct rstream *s)
 {
@@ -328,6 +409,8 @@ static void stream_fill(struct usft_trace_iter *it, struct rstream *s)
 			words = usft_ev_len(w[0], w[1]);
 			if (type == EV_DATA && words <= s->nw - s->pos) {
 				/* values (a session without values=1 has none to show) */
+				if (s->vals)
+					stream_values(s, w, words);
 				s->pos += words;
 				continue;
 			}
@@ -364,6 +447,7 @@ static void stream_fill(struct usft_trace_iter *it, struct rstream *s)
 					  .w1 = w[1], .aux = words == 3 ? w[2] : 0, .tid = s->tid,
 					  .seq = s->seq++, .sess = s->sess,
 					  .cpu = (uint16_t)(w[0] >> EV_CPU_SHIFT), .epoch = s->epoch };
+		stream_decoded(s, &e);
 		if (type == EV_STACK && words > 2) {
 			/* its frames follow it, one per pass; pos moves past them after */
 			e.aux = 0;
@@ -389,6 +473,7 @@ static void stream_fill(struct usft_trace_iter *it, struct rstream *s)
 			r.aux = 0;
 			e.w1 = (e.w1 & keep) | ((uint64_t)EV_GRAPH_ENT << EV_TYPE_SHIFT);
 			e.aux = 0;
+			stream_decoded(s, &r);	/* values after a leaf are its return's */
 			win_insert(s, &e);
 			win_insert(s, &r);
 		} else {
@@ -499,6 +584,7 @@ struct usft_trace_iter *usft_trace_iter_new(struct usft_trace *t)
 		return NULL;
 	}
 	it->nst = x->ns;
+	x->live = it;
 	for (size_t k = 0; k < x->ns; k++) {
 		struct rstream *s = &it->st[k];
 
@@ -507,6 +593,10 @@ struct usft_trace_iter *usft_trace_iter_new(struct usft_trace *t)
 		s->chunk = x->s[k].first;
 		if (s->chunk == UINT32_MAX)
 			continue;	/* a thread left out (usft_trace_keep_threads()) */
+		if (t->sess[s->sess].values && !(s->vals = calloc(VAL_SLOTS, sizeof(*s->vals)))) {
+			usft_trace_iter_free(it);
+			return NULL;
+		}
 		if (open_chunk(it, s)) {
 			it->err = -EINVAL;
 			s->chunk = UINT32_MAX;
@@ -601,7 +691,13 @@ void usft_trace_iter_free(struct usft_trace_iter *it)
 		for (unsigned int i = 0; i < s->n; i++)
 			ev_free_text(&s->win[s->head + i]);
 		free(s->w);
+		for (unsigned int i = 0; s->vals && i < VAL_SLOTS; i++)
+			for (unsigned int j = 0; j < VAL_KINDS; j++)
+				free(s->vals[i].text[j]);
+		free(s->vals);
 	}
+	if (it->t && it->t->index && it->t->index->live == it)
+		it->t->index->live = NULL;
 	if (it->st)
 		ev_free_text(&it->cur);
 	free(it->st);
@@ -628,6 +724,21 @@ void usft_trace_keep_threads(struct usft_trace *t,
 		if (keep(t, t->ev[i].sess, t->ev[i].tid, arg))
 			t->ev[k++] = t->ev[i];
 	t->nev = k;
+}
+
+const char *usft_rindex_values(const struct usft_trace *t, const struct usft_revent *e,
+			       unsigned int kind)
+{
+	const struct usft_rindex *x = t->index;
+	const struct sval *v;
+	long k;
+
+	if (!x || !x->live || kind < USFT_DATA_ARGS || kind > USFT_DATA_RETVAL_RAW ||
+	    (k = stream_find(x, e->sess, e->tid)) < 0 || (size_t)k >= x->live->nst ||
+	    !x->live->st[k].vals)
+		return NULL;
+	v = &x->live->st[k].vals[e->seq & (VAL_SLOTS - 1)];
+	return v->seq == e->seq ? v->text[kind - USFT_DATA_ARGS] : NULL;
 }
 
 void usft_rindex_count(struct usft_trace *t)

@@ -408,6 +408,16 @@ def case_args():
             got[e["ph"]] = e["args"]
     check(got == {"B": {"args": "1.5, 3, 0.25"}, "E": {"retval": "4.75"}},
           "json args of a_scale: %s" % got)
+    # the values stream with their events: what the loading reader shows, from a pipe too
+    for fmt in ("text", "json"):
+        rc, loaded, _ = usft("report", "-i", "trace.dat", "--format", fmt,
+                             env={"USFT_REPORT_LOAD": "1"})
+        check(rc == 0 and loaded == report(fmt), "%s: streamed and loaded values differ" % fmt)
+        with open(os.path.join(ARGS.work, "trace.dat"), "rb") as f:
+            piped = subprocess.run([ARGS.usft, "report", "-i", "/dev/stdin", "--format", fmt],
+                                   stdin=f, capture_output=True, cwd=ARGS.work,
+                                   env=harness.env()).stdout.decode()
+        check(piped == loaded, "%s: a piped trace's report differs" % fmt)
     r = record([tracee("args")], "function_graph", ("--funcgraph-retval",))
     golden("args_retval", canonical(report("text")))
     check("a_fail(); /* = -22 */" in report("text"), "funcgraph-retval errno")
