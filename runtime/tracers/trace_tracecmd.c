@@ -26,6 +26,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -613,6 +614,23 @@ int usft_write_tracecmd(FILE *out, struct usft_trace *t, const char **why)
 			ret = -ENOMEM;
 			goto out;
 		}
+	/*
+	 * libtracecmd 3.1's tracecmd_write_cpu_data() keeps each CPU file's
+	 * size in an int: past 2 GiB it fails after copying ("did not match
+	 * size of 2391515136 to -1903452160").  Say so before that copy.
+	 */
+	for (int i = 0; i < ncpus; i++) {
+		static char msg[256];
+
+		if (!stat(files[i], &st) && st.st_size > INT_MAX) {
+			snprintf(msg, sizeof(msg), "CPU %d has %lld MiB of events and libtracecmd "
+				 "writes at most 2047 MiB per CPU: convert a part of the trace "
+				 "(--tid or --pid; one thread's cannot be split)", i, (long long)(st.st_size >> 20));
+			*why = msg;
+			ret = -EFBIG;
+			goto out;
+		}
+	}
 	snprintf(kallsyms, sizeof(kallsyms), "%s/kallsyms", dirbuf);
 	fflush(out);
 	fd = dup(fileno(out));
