@@ -795,6 +795,9 @@ static void start_writer(void)
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	S.thread_running = !pthread_create(&S.thread, NULL, writer_main, NULL);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	/* no writer (a thread limit, a sandbox): nobody to wait for, full rings drop */
+	if (!S.thread_running)
+		usft_tbuf_set_lossless(false);
 }
 
 static void stop_writer(void)
