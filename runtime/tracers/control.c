@@ -473,12 +473,29 @@ static int read_file(const char *name, char **buf, size_t *len, char *why, size_
 	return ret;
 }
 
+#define PIPE_MAX	(1UL << 20)	/* the most text one PIPE takes */
+#define PIPE_SLACK	(256UL << 10)	/* room past it for the last entry's text */
+
+/*
+ * The text of PIPE replies, kept from one to the next (this thread's only):
+ * a fresh buffer a request would be faulted in, cleared and grown by
+ * copying each time, most of the cost of a 1 MiB reply.
+ */
+static char *pipe_buf;
+
+static void free_reply(char *buf)
+{
+	if (buf != pipe_buf)
+		free(buf);
+}
+
 /* the tracefs requests other than READ and WRITE (control.h) */
 static int tracefs_op(int op, char *text, char **buf, size_t *len, char *why, size_t wlen)
 {
 	FILE *f;
 	char *nl, *end;
 	unsigned long max;
+	long n;
 	int ret;
 
 	if (op == USFT_CTL_MKDIR)
@@ -498,12 +515,18 @@ static int tracefs_op(int op, char *text, char **buf, size_t *len, char *why, si
 		return -EINVAL;
 	}
 	*nl = 0;
-	f = open_memstream(buf, len);
+	if (!pipe_buf && !(pipe_buf = malloc(PIPE_MAX + PIPE_SLACK)))
+		return -ENOMEM;
+	f = fmemopen(pipe_buf, PIPE_MAX + PIPE_SLACK, "w");
 	if (!f)
 		return -ENOMEM;
-	ret = usft_tracefs_pipe(text + 8, max > (1UL << 20) ? 1UL << 20 : max, f, why, wlen);
-	if (fclose(f))
-		ret = ret ? ret : -ENOMEM;
+	setvbuf(f, NULL, _IONBF, 0);	/* straight into pipe_buf */
+	ret = usft_tracefs_pipe(text + 8, max > PIPE_MAX ? PIPE_MAX : max, f, why, wlen);
+	fflush(f);
+	n = ftell(f);
+	fclose(f);
+	*buf = pipe_buf;
+	*len = n > 0 ? (size_t)n : 0;
 	return ret;
 }
 
@@ -649,7 +672,7 @@ static bool handle(int fd, char *pkt, ssize_t n, size_t cap, char **wait)
 		}
 		ret = tracefs_op(USFT_CTL_PIPE, text, &buf, &len, why, sizeof(why));
 		if (!ret && !len) {
-			free(buf);
+			free_reply(buf);
 			return true;	/* parked: the reply comes with the data */
 		}
 		free(*wait);
@@ -697,7 +720,7 @@ static bool handle(int fd, char *pkt, ssize_t n, size_t cap, char **wait)
 		reply_str(fd, h.op, ret, why[0] ? why : strerror(-ret));
 	else
 		reply(fd, h.op, 0, buf, len);
-	free(buf);
+	free_reply(buf);
 	return true;
 }
 
@@ -756,7 +779,7 @@ static bool serve_waits(const int *cl, char *scratch, bool *served)
 		} else {
 			left = true;
 		}
-		free(buf);
+		free_reply(buf);
 	}
 	return left;
 }
@@ -840,6 +863,7 @@ static void *ctl_main(void *arg)
 		}
 		if (p[0].revents & POLLIN) {
 			int fd = accept4(C.lfd, NULL, NULL, SOCK_CLOEXEC), slot = -1;
+			int sndbuf = (int)(PIPE_MAX + PIPE_SLACK);
 			struct timeval tv = { 2, 0 };
 
 			if (fd < 0)
@@ -861,6 +885,13 @@ static void *ctl_main(void *arg)
 			}
 			/* a client that does not read its replies is dropped, not waited for */
 			setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+			/*
+			 * A 1 MiB trace_pipe reply queued whole (up to the system's
+			 * net.core.wmem_max): with the default ~200 KiB, this thread
+			 * and the reader's take turns for each three packets, each
+			 * turn a wake-up that waits for a CPU on a busy machine.
+			 */
+			setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf));
 			cl[slot] = fd;
 		}
 	}
@@ -872,6 +903,8 @@ static void *ctl_main(void *arg)
 		free(C.waiting[i]);
 		C.waiting[i] = NULL;
 	}
+	free(pipe_buf);
+	pipe_buf = NULL;
 	if (C.pid == getpid())
 		unlink(C.path);
 	close(C.lfd);
