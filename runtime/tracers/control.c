@@ -483,19 +483,64 @@ static int read_file(const char *name, char **buf, size_t *len, char *why, size_
  */
 static char *pipe_buf;
 
+/*
+ * The next PIPE's text, made ahead once a reply was sent, while the reader
+ * takes that one in: the ring's entries from the tail on, not consumed.
+ * The next PIPE of the same file and size consumes them and gets it at
+ * once, if the tail has not moved and no other request came (one that
+ * changes anything: it is then made again).  So formatting overlaps the
+ * reader's work instead of following it.
+ */
+static struct {
+	char *buf;
+	char path[128];
+	size_t max, len;
+	unsigned long start, end;
+	bool valid, want;
+} pre;
+
 static void free_reply(char *buf)
 {
-	if (buf != pipe_buf)
+	if (buf != pipe_buf && buf != pre.buf)
 		free(buf);
+}
+
+/* the text of @path's trace_pipe from its tail into @dst, not consumed */
+static int pipe_format(char *dst, const char *path, size_t max, size_t *len, unsigned long *start,
+		       unsigned long *end, char *why, size_t wlen)
+{
+	FILE *f = fmemopen(dst, PIPE_MAX + PIPE_SLACK, "w");
+	long n;
+	int ret;
+
+	if (!f)
+		return -ENOMEM;
+	setvbuf(f, NULL, _IONBF, 0);	/* straight into @dst */
+	ret = usft_tracefs_pipe_peek(path, max, f, start, end, why, wlen);
+	fflush(f);
+	n = ftell(f);
+	fclose(f);
+	*len = n > 0 ? (size_t)n : 0;
+	return ret;
+}
+
+/* after a PIPE reply that was full (the ring has more): the next one's text */
+static void pipe_prefetch(void)
+{
+	char why[8];
+
+	if (!pre.want)
+		return;
+	pre.want = false;
+	pre.valid = !pipe_format(pre.buf, pre.path, pre.max, &pre.len, &pre.start, &pre.end, why,
+				 sizeof(why)) && pre.len;
 }
 
 /* the tracefs requests other than READ and WRITE (control.h) */
 static int tracefs_op(int op, char *text, char **buf, size_t *len, char *why, size_t wlen)
 {
-	FILE *f;
 	char *nl, *end;
-	unsigned long max;
-	long n;
+	unsigned long max, start, stop;
 	int ret;
 
 	if (op == USFT_CTL_MKDIR)
@@ -515,18 +560,33 @@ static int tracefs_op(int op, char *text, char **buf, size_t *len, char *why, si
 		return -EINVAL;
 	}
 	*nl = 0;
-	if (!pipe_buf && !(pipe_buf = malloc(PIPE_MAX + PIPE_SLACK)))
+	text += 8;
+	if (max > PIPE_MAX)
+		max = PIPE_MAX;
+	if ((!pipe_buf && !(pipe_buf = malloc(PIPE_MAX + PIPE_SLACK))) ||
+	    (!pre.buf && !(pre.buf = malloc(PIPE_MAX + PIPE_SLACK))))
 		return -ENOMEM;
-	f = fmemopen(pipe_buf, PIPE_MAX + PIPE_SLACK, "w");
-	if (!f)
-		return -ENOMEM;
-	setvbuf(f, NULL, _IONBF, 0);	/* straight into pipe_buf */
-	ret = usft_tracefs_pipe(text + 8, max > PIPE_MAX ? PIPE_MAX : max, f, why, wlen);
-	fflush(f);
-	n = ftell(f);
-	fclose(f);
+	if (pre.valid && pre.max == max && !strcmp(pre.path, text) &&
+	    usft_tracefs_pipe_take(text, pre.start, pre.end)) {
+		char *t = pipe_buf;	/* made ahead, and nothing happened since */
+
+		pipe_buf = pre.buf;
+		pre.buf = t;
+		*len = pre.len;
+		ret = 0;
+	} else {
+		ret = pipe_format(pipe_buf, text, max, len, &start, &stop, why, wlen);
+		if (!ret)
+			usft_tracefs_pipe_take(text, start, stop);
+	}
+	pre.valid = false;
 	*buf = pipe_buf;
-	*len = n > 0 ? (size_t)n : 0;
+	if (!ret && *len > max / 2 && strlen(text) < sizeof(pre.path)) {
+		/* a busy ring: make the next reply while this one is read */
+		snprintf(pre.path, sizeof(pre.path), "%s", text);
+		pre.max = max;
+		pre.want = true;
+	}
 	return ret;
 }
 
@@ -636,6 +696,9 @@ static bool handle(int fd, char *pkt, ssize_t n, size_t cap, char **wait)
 		reply_str(fd, h.op, -EPROTO, "NUL byte in the request text");
 		return false;
 	}
+	if (h.op != USFT_CTL_HELLO && h.op != USFT_CTL_READ && h.op != USFT_CTL_PIPE &&
+	    h.op != USFT_CTL_PIPE_WAIT)
+		pre.valid = false;	/* it may change what the text would be */
 	switch (h.op) {
 	case USFT_CTL_HELLO:
 		ret = read_file("status", &buf, &len, why, sizeof(why));
@@ -721,6 +784,7 @@ static bool handle(int fd, char *pkt, ssize_t n, size_t cap, char **wait)
 	else
 		reply(fd, h.op, 0, buf, len);
 	free_reply(buf);
+	pipe_prefetch();
 	return true;
 }
 
@@ -780,6 +844,7 @@ static bool serve_waits(const int *cl, char *scratch, bool *served)
 			left = true;
 		}
 		free_reply(buf);
+		pipe_prefetch();
 	}
 	return left;
 }
@@ -904,7 +969,9 @@ static void *ctl_main(void *arg)
 		C.waiting[i] = NULL;
 	}
 	free(pipe_buf);
-	pipe_buf = NULL;
+	free(pre.buf);
+	pipe_buf = pre.buf = NULL;
+	pre.valid = pre.want = false;
 	if (C.pid == getpid())
 		unlink(C.path);
 	close(C.lfd);

@@ -2221,7 +2221,8 @@ int usft_tracefs_write(const char *path, const char *v, size_t len, bool append,
 	return -EACCES;
 }
 
-int usft_tracefs_pipe(const char *path, size_t max, FILE *f, char *why, size_t wlen)
+int usft_tracefs_pipe_peek(const char *path, size_t max, FILE *f, unsigned long *start,
+			   unsigned long *end, char *why, size_t wlen)
 {
 	const char *file;
 	struct trace_array *tr = resolve(path, &file);
@@ -2240,7 +2241,7 @@ int usft_tracefs_pipe(const char *path, size_t max, FILE *f, char *why, size_t w
 	}
 	fast = func_line_ok(tr);
 	r = &tr->ring;
-	pos = __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE);
+	pos = *start = __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE);
 	while (out + bl + 512 < max && ring_get(r, &pos, &e)) {
 		unsigned long peek = pos;
 		bool have_next;
@@ -2271,6 +2272,27 @@ int usft_tracefs_pipe(const char *path, size_t max, FILE *f, char *why, size_t w
 	}
 	if (bl)
 		fwrite(batch, 1, bl, f);
-	__atomic_store_n(&r->tail, pos, __ATOMIC_RELEASE);
+	*end = pos;
 	return 0;
+}
+
+bool usft_tracefs_pipe_take(const char *path, unsigned long start, unsigned long end)
+{
+	const char *file;
+	struct trace_array *tr = resolve(path, &file);
+
+	if (!tr || __atomic_load_n(&tr->ring.tail, __ATOMIC_ACQUIRE) != start)
+		return false;
+	__atomic_store_n(&tr->ring.tail, end, __ATOMIC_RELEASE);
+	return true;
+}
+
+int usft_tracefs_pipe(const char *path, size_t max, FILE *f, char *why, size_t wlen)
+{
+	unsigned long start, end;
+	int ret = usft_tracefs_pipe_peek(path, max, f, &start, &end, why, wlen);
+
+	if (!ret)
+		usft_tracefs_pipe_take(path, start, end);
+	return ret;
 }

@@ -30,6 +30,11 @@ int usft_tracefs_write(const char *path, const char *val, size_t len, bool appen
 int usft_tracefs_trunc(const char *path, char *why, size_t wlen);
 /* trace_pipe of @path: consume at most @max bytes of formatted lines into @f */
 int usft_tracefs_pipe(const char *path, size_t max, FILE *f, char *why, size_t wlen);
+/* the same in two steps: the text of [*@start, *@end) without consuming it,
+ * then consumed only if nothing was since (the tail still at @start) */
+int usft_tracefs_pipe_peek(const char *path, size_t max, FILE *f, unsigned long *start,
+			   unsigned long *end, char *why, size_t wlen);
+bool usft_tracefs_pipe_take(const char *path, unsigned long start, unsigned long end);
 /* instances/NAME */
 int usft_tracefs_mkdir(const char *name, char *why, size_t wlen);
 int usft_tracefs_rmdir(const char *name, char *why, size_t wlen);
