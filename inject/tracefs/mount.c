@@ -575,22 +575,26 @@ static int pipe_request(struct ofile *o, const char *text, bool nonblock, char *
 	}
 	r = usft_ctl_request_until(o->pfd, nonblock ? USFT_CTL_PIPE : USFT_CTL_PIPE_WAIT, text, out,
 				   pipe_stop);
-	if (r == -EBUSY || r == -EINTR || r == -EPIPE || r == -EPROTO || r == -ETIMEDOUT ||
-	    r == -ECONNRESET) {
-		/* out of step (interrupted), refused or gone: closed */
-		bool shared = r == -EBUSY || r == -EPROTO;
-
-		close(o->pfd);
-		o->pfd = shared ? -2 : -1;
+	if (r == -EINTR) {
+		close(o->pfd);	/* out of step: the next read connects again */
+		o->pfd = -1;
 		free(*out);
 		*out = NULL;
-		/* refused at accept (too many clients), or a runtime without
-		 * PIPE_WAIT (started by an older usft): the shared one then */
-		if (shared && !M.dead)
-			return req(USFT_CTL_PIPE, text, out);
-		if (r != -EINTR)
-			M.dead = 1;	/* as req(): the process or its channel is gone */
 		return M.dead ? -ENODEV : -EINTR;
+	}
+	if (r == -EBUSY || r == -EPIPE || r == -EPROTO || r == -ETIMEDOUT || r == -ECONNRESET) {
+		/*
+		 * Refused at accept (too many clients: the refusal, or EPIPE if
+		 * it closed before our request went), a runtime without
+		 * PIPE_WAIT (an older usft started it), or the connection is
+		 * gone: the shared one from now on, which tells a dead process
+		 * (ENODEV) from a live one.
+		 */
+		close(o->pfd);
+		o->pfd = -2;
+		free(*out);
+		*out = NULL;
+		return req(USFT_CTL_PIPE, text, out);
 	}
 	return r;
 }
