@@ -391,6 +391,19 @@ def pipe_readers(m):
     finally:
         os.close(a)
         os.close(b)
+    # more readers than the process serves connections (64): the rest share
+    # the mount's own, and each marker still reaches exactly one of them
+    fds = [os.open(m.path("trace_pipe"), os.O_RDONLY | os.O_NONBLOCK) for _ in range(70)]
+    try:
+        for fd in fds:
+            drain(fd)
+        m.ok("trace_marker", "one of seventy\n")
+        got = "".join(drain(fd) for fd in fds)
+        check(got.count("one of seventy") == 1, "70 readers: %r" % got[:300])
+    finally:
+        for fd in fds:
+            os.close(fd)
+    check(m.read("current_tracer") == "nop\n", "the mount answers after 70 readers")
     # a write larger than one control request (64 KiB) is cut between words
     m.ok("set_ftrace_filter", "mix checksum " * 8000 + "\n")
     check(sorted(m.read("set_ftrace_filter").split()) == ["checksum", "mix"],
