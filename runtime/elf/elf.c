@@ -294,20 +294,122 @@ static int elf_sym_cmp(const void *a, const void *b)
 	return 0;
 }
 
+/* each run of one address (aliases, a few) by name and size */
+static void elf_sort_alias_runs(struct usft_elf_sym *syms, size_t nr)
+{
+	size_t i, j, k;
+
+	for (i = 0; i < nr; i = j) {
+		for (j = i + 1; j < nr && syms[j].addr == syms[i].addr; j++)
+			;
+		if (j - i > 16) {
+			qsort(syms + i, j - i, sizeof(*syms), elf_sym_cmp);
+			continue;
+		}
+		for (k = i + 1; k < j; k++) {
+			struct usft_elf_sym v = syms[k];
+			size_t m = k;
+
+			for (; m > i && elf_sym_cmp(&syms[m - 1], &v) > 0; m--)
+				syms[m] = syms[m - 1];
+			syms[m] = v;
+		}
+	}
+}
+
+#define ELF_KEY_BITS	11	/* radix digit of the key sort: 2048 counters, 16 KiB */
+
+/*
+ * The usual case of elf_sort_syms(): all addresses within 4 GiB of the
+ * lowest, fewer than 2^32 symbols.  An LSD radix sort of 8-byte keys
+ * (offset from the lowest address << 32 | index), only over the offset's
+ * significant bits, 11 at a time (a 10^5-function program's 3 MB of text:
+ * two passes), then one gather of the 24-byte symbols: a third of the
+ * bytes the symbols' own radix sort moves.  Stable: one
+ * address keeps its table order.  Return: false when the keys do not fit
+ * or there is no memory (@syms untouched).
+ */
+static bool elf_sort_keys(struct usft_elf_sym *syms, size_t nr)
+{
+	unsigned long lo = syms[0].addr, hi = syms[0].addr;
+	uint64_t *keys, *src, *dst, *t;
+	struct usft_elf_sym *out;
+	unsigned int bits;
+	size_t i;
+
+	for (i = 1; i < nr; i++) {
+		if (syms[i].addr < lo)
+			lo = syms[i].addr;
+		if (syms[i].addr > hi)
+			hi = syms[i].addr;
+	}
+	if (hi - lo > UINT32_MAX || nr >= UINT32_MAX)
+		return false;
+	keys = malloc(2 * nr * sizeof(*keys));
+	if (!keys)
+		return false;
+	src = keys;
+	dst = keys + nr;
+	for (i = 0; i < nr; i++)
+		src[i] = (uint64_t)(syms[i].addr - lo) << 32 | i;
+	bits = hi > lo ? 64 - (unsigned int)__builtin_clzl(hi - lo) : 0;
+	for (unsigned int shift = 32; shift < 32 + bits; shift += ELF_KEY_BITS) {
+		size_t count[(1U << ELF_KEY_BITS) + 1] = { 0 };
+		const uint64_t mask = (1U << ELF_KEY_BITS) - 1;
+
+		for (i = 0; i < nr; i++)
+			count[((src[i] >> shift) & mask) + 1]++;
+		for (size_t k = 0; k < (1U << ELF_KEY_BITS); k++)
+			count[k + 1] += count[k];
+		for (i = 0; i < nr; i++)
+			dst[count[(src[i] >> shift) & mask]++] = src[i];
+		t = src;
+		src = dst;
+		dst = t;
+	}
+	/*
+	 * Gathered into a second array and copied back: the loads of a gather
+	 * are independent (a permutation in place, a cycle at a time, is a
+	 * chain of dependent misses: slower, measured).
+	 */
+	out = malloc(nr * sizeof(*out));
+	if (!out) {
+		free(keys);
+		return false;
+	}
+	for (i = 0; i < nr; i++)
+		out[i] = syms[src[i] & UINT32_MAX];
+	memcpy(syms, out, nr * sizeof(*syms));
+	free(out);
+	free(keys);
+	return true;
+}
+
 /*
  * @syms in elf_sym_cmp() order.  Symbol tables are long (10^5 functions)
- * and not in address order (locals first): an LSD radix sort by address
- * (a byte per pass, passes whose byte all entries share skipped), then each
- * run of one address (aliases, a few) by name and size.  qsort() was most
- * of the runtime's start-up.  Without memory for the second buffer, or for
- * a long run of one address (a hostile file), qsort().
+ * and not in address order (locals first, then the globals in the
+ * linker's order: 14,571 descents in a 10^5-function program): a radix
+ * sort by address (elf_sort_keys(); when the addresses span more than
+ * 4 GiB, an LSD radix sort of the symbols themselves, a byte per pass,
+ * passes whose byte all entries share skipped), then each run of one
+ * address by name and size.  qsort() was most of the runtime's start-up.
+ * Without memory for the second buffer, or for a long run of one address
+ * (a hostile file), qsort().
  */
 static void elf_sort_syms(struct usft_elf_sym *syms, size_t nr)
 {
 	struct usft_elf_sym *tmp, *src = syms, *dst, *t;
-	size_t i, j, k;
+	size_t i, k;
 
-	if (nr < 64 || !(tmp = malloc(nr * sizeof(*tmp)))) {
+	if (nr < 64) {
+		qsort(syms, nr, sizeof(*syms), elf_sym_cmp);
+		return;
+	}
+	if (elf_sort_keys(syms, nr)) {
+		elf_sort_alias_runs(syms, nr);
+		return;
+	}
+	if (!(tmp = malloc(nr * sizeof(*tmp)))) {
 		qsort(syms, nr, sizeof(*syms), elf_sym_cmp);
 		return;
 	}
@@ -330,22 +432,7 @@ static void elf_sort_syms(struct usft_elf_sym *syms, size_t nr)
 	if (src != syms)
 		memcpy(syms, src, nr * sizeof(*syms));
 	free(tmp);
-	for (i = 0; i < nr; i = j) {
-		for (j = i + 1; j < nr && syms[j].addr == syms[i].addr; j++)
-			;
-		if (j - i > 16) {
-			qsort(syms + i, j - i, sizeof(*syms), elf_sym_cmp);
-			continue;
-		}
-		for (k = i + 1; k < j; k++) {
-			struct usft_elf_sym v = syms[k];
-			size_t m = k;
-
-			for (; m > i && elf_sym_cmp(&syms[m - 1], &v) > 0; m--)
-				syms[m] = syms[m - 1];
-			syms[m] = v;
-		}
-	}
+	elf_sort_alias_runs(syms, nr);
 }
 
 /*
