@@ -15,7 +15,10 @@ on the same running process in one run, rounds interleaved:
   record_lost          of the record's events, the share it says it lost
   pipe_vs_record       pipe_lines_per_s / record_events_per_s
 
-  bench/trace_pipe.py [BUILD_DIR [SECONDS [ROUNDS]]]
+  bench/trace_pipe.py [BUILD_DIR [SECONDS [ROUNDS [BUFFER_KB]]]]
+
+BUFFER_KB: the mount's buffer_size_kb for the pipe rounds (default: as
+mounted, the kernel's 1408 a CPU).
 
 The target is a generated program (one function called in a loop, built
 with the patch flags, not linked with usft), attached with `usft attach
@@ -35,6 +38,7 @@ import time
 BUILD = sys.argv[1] if len(sys.argv) > 1 else 'build'
 SECONDS = float(sys.argv[2]) if len(sys.argv) > 2 else 2.0
 ROUNDS = int(sys.argv[3]) if len(sys.argv) > 3 else 3
+BUFFER_KB = int(sys.argv[4]) if len(sys.argv) > 4 else 0
 USFT = os.path.abspath(os.path.join(BUILD, 'inject', 'usft'))
 
 TARGET = r'''#include <signal.h>
@@ -78,6 +82,8 @@ def written(d):
 def pipe_round(d):
     """Return: (lines/s through trace_pipe, events/s into the ring)"""
     put(d, 'set_ftrace_filter', 'work')
+    if BUFFER_KB:
+        put(d, 'buffer_size_kb', str(BUFFER_KB))
     put(d, 'current_tracer', 'function')
     fd = os.open(os.path.join(d, 'trace_pipe'), os.O_RDONLY)
     w0, lines = written(d), 0
@@ -116,6 +122,8 @@ def main():
     if os.geteuid() or not os.path.exists('/dev/fuse'):
         raise SystemExit('trace_pipe: needs root and /dev/fuse (usft mount)')
     print(cpu_line())
+    if BUFFER_KB:
+        print('# trace_pipe: buffer_size_kb %d' % BUFFER_KB)
     work = tempfile.mkdtemp(prefix='usft-trace-pipe-')
     src, exe, d = (os.path.join(work, n) for n in ('loop.c', 'loop', 'm'))
     with open(src, 'w') as f:
