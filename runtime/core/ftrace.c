@@ -696,7 +696,8 @@ void ftrace_replace_code(int enable)
 	do_for_each_ftrace_rec(pg, rec) {
 		int update;
 
-		if (skip_record(rec))
+		/* an object whose compiler NOPs wait for conversion keeps its refs only */
+		if (skip_record(rec) || pg->obj->nops_pending)
 			continue;
 		update = ftrace_test_record(rec, enable);
 		if (update == FTRACE_UPDATE_IGNORE)
@@ -709,7 +710,7 @@ void ftrace_replace_code(int enable)
 		}
 	} while_for_each_ftrace_rec();
 	do_for_each_ftrace_rec(pg, rec) {
-		if (skip_record(rec))
+		if (skip_record(rec) || pg->obj->nops_pending)
 			continue;
 		failed = __ftrace_replace_code(rec, enable);
 		if (failed) {
@@ -956,8 +957,11 @@ int ftrace_hash_move_and_update_ops(struct ftrace_ops *ops, struct ftrace_hash *
 	struct ftrace_hash *old_hash = *orig_hash;
 	int ret;
 
-	if ((ops->flags & FTRACE_OPS_FL_ENABLED) && ftrace_enabled && ftrace_text_check())
-		return -EPERM;
+	if ((ops->flags & FTRACE_OPS_FL_ENABLED) && ftrace_enabled) {
+		ret = ftrace_text_check();
+		if (ret)
+			return ret == -EBUSY ? ret : -EPERM;
+	}
 	ret = ftrace_hash_move(ops, enable, orig_hash, hash);
 	if (!ret) {
 		ftrace_ops_update_code(ops, &old_hash_ops);
@@ -1040,8 +1044,11 @@ static int __unregister_ftrace_function(struct ftrace_ops *ops)
  * ftrace_text_check() - may this call patch?  Asked before it changes a
  * record, a hash or the ops list, so that a W^X policy gets -EPERM with
  * everything as it was (usft_text_writable(), on the page of a site).
+ * Then the compiler NOPs held back are converted: -EBUSY when a thread
+ * could be killed by that (x86-64, gcc's NOPs); @put_back (unregister)
+ * goes on without them: those records were never written.
  */
-int ftrace_text_check(void)
+static int __ftrace_text_check(bool put_back)
 {
 	struct ftrace_page *pg;
 	struct dyn_ftrace *rec;
@@ -1052,11 +1059,19 @@ int ftrace_text_check(void)
 
 			if (!ret)
 				ret = ftrace_arch_text_check();
-			/* the policy went away: first what it held back */
-			return ret ? ret : ftrace_convert_pending_nops();
+			if (ret)
+				return ret;
+			/* the policy (or the blocking thread) went away: first what it held back */
+			ret = ftrace_convert_pending_nops();
+			return put_back && ret == -EBUSY ? 0 : ret;
 		}
 	} while_for_each_ftrace_rec();
 	return 0;
+}
+
+int ftrace_text_check(void)
+{
+	return __ftrace_text_check(false);
 }
 
 int ftrace_startup(struct ftrace_ops *ops, int command)
@@ -1102,7 +1117,7 @@ int ftrace_shutdown(struct ftrace_ops *ops, int command)
 	if (unlikely(ftrace_disabled))
 		return -ENODEV;
 	/* the sites cannot be put back: the ops stays registered, in use */
-	if ((ops->flags & FTRACE_OPS_FL_ENABLED) && ftrace_text_check())
+	if ((ops->flags & FTRACE_OPS_FL_ENABLED) && __ftrace_text_check(true))
 		return -EPERM;
 	ret = __unregister_ftrace_function(ops);
 	if (ret)

@@ -620,6 +620,7 @@ struct usft_options {
 	int graph_jmp;
 	int stat_at_exit;	/* usft_print_stat(stderr) when the process exits */
 	int text_write;		/* enum usft_text_write */
+	int early_nops;		/* x86-64: gcc's NOPs converted in a constructor */
 };
 extern struct usft_options usft_opts;
 extern struct usft_stats usft_counters;

@@ -22,6 +22,7 @@ struct usft_options usft_opts = {
 	.per_callsite_ops = 0,
 	.call_ops = 1,
 	.graph_jmp = 1,
+	.early_nops = 1,
 };
 struct usft_stats usft_counters;
 
@@ -93,6 +94,9 @@ static const struct usft_option_desc usft_option_table[] = {
 	{ "text_write", &usft_opts.text_write, text_write_names, 2, true,
 	  "how text is written: mprotect RWX, /proc/self/mem (procmem), or auto (procmem "
 	  "once a W^X policy refuses mprotect)" },
+	{ "early_nops", &usft_opts.early_nops, NULL, 1, false,
+	  "x86-64: convert gcc's 1-byte NOPs at start-up while the process has one thread "
+	  "(read from USFT_OPTIONS by libusft's constructor)" },
 };
 
 static const struct usft_option_desc *find_option(const char *name, size_t len)
@@ -294,7 +298,7 @@ USFT_API void usft_print_stat(FILE *out)
 	P(nr_int3_hits); P(nr_direct_in_range); P(nr_direct_out_of_range);
 	P(nr_callsites); P(callsite_bytes); P(nr_stop_machine);
 	P(nr_reclaim_scans); P(nr_rv_sleepers);
-	P(nr_notrap_batches); P(nr_wx_refused); P(nr_procmem_writes);
+	P(nr_notrap_batches); P(nr_wx_refused); P(nr_procmem_writes); P(nr_early_nops);
 #undef P
 	fprintf(out, "  %-22s %s\n", "state", st.disabled ? "dead (ftrace_bug)" : "ok");
 }

@@ -443,6 +443,17 @@ static int ftrace_convert_nops(struct usft_object *obj)
 		ret = ftrace_arch_code_modify_post_process();
 	else
 		ftrace_arch_code_modify_post_process();
+	if (ret == -EBUSY) {
+		/*
+		 * x86-64: a thread that blocks SIGTRAP or the rendezvous
+		 * signal could be killed by the conversion (x86_poke_flush()
+		 * said which): nothing was written; the NOPs wait for a call
+		 * that finds no such thread, and calls that would patch
+		 * return -EBUSY meanwhile (ftrace_text_check()).
+		 */
+		obj->nops_pending = true;
+		return ret;
+	}
 	if (ret && !ftrace_disabled) {
 		ftrace_bug_type = FTRACE_BUG_INIT;
 		ftrace_bug(ret, obj->pages ? &obj->pages->records[0] : NULL);
@@ -463,6 +474,7 @@ int ftrace_convert_pending_nops(void)
 static int ftrace_process_locs(struct usft_object *obj)
 {
 	unsigned long *ips = NULL, nr = 0, cap = 0, i, nr_nosym = 0;
+	int ret;
 	struct ftrace_page *pg, *tail;
 	size_t sym_cursor = 0;
 
@@ -572,7 +584,8 @@ static int ftrace_process_locs(struct usft_object *obj)
 		obj->nops_pending = true;
 		return 0;
 	}
-	return ftrace_convert_nops(obj);
+	ret = ftrace_convert_nops(obj);
+	return ret == -EBUSY ? 0 : ret;	/* pending: the records are there */
 }
 
 

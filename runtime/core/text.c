@@ -514,6 +514,12 @@ out_active:
 	errno = saved;
 }
 
+/* the rendezvous signal (option sync_signal) */
+int usft_rv_signo(void)
+{
+	return rv_signo ? rv_signo : usft_opts.sync_signal ? usft_opts.sync_signal : SIGRTMIN + 7;
+}
+
 static int rv_install(void)
 {
 	struct sigaction sa;
@@ -669,6 +675,17 @@ static bool usft_own_thread(int tid)
  */
 int usft_signal_blocker(int signo, char *comm, size_t len)
 {
+	return usft_signal_blocker_awake(signo, NULL, false, comm, len);
+}
+
+/*
+ * usft_signal_blocker_awake() - usft_signal_blocker(); with @skip_sleepers,
+ * a thread asleep in a system call whose user pc @sleeper_ok accepts (NULL:
+ * any) is not counted.
+ */
+int usft_signal_blocker_awake(int signo, bool (*sleeper_ok)(unsigned long pc),
+			      bool skip_sleepers, char *comm, size_t len)
+{
 	static struct rv_list l;
 	int self = (int)syscall(SYS_gettid), n, tid = 0;
 
@@ -677,10 +694,15 @@ int usft_signal_blocker(int signo, char *comm, size_t len)
 	for (int i = 0; i < n && !tid; i++) {
 		unsigned long long blocked;
 		bool sleeping;
+		unsigned long pc;
 
-		if (l.v[i] != self && thread_status(l.v[i], &blocked, &sleeping) &&
-		    ((blocked >> (signo - 1)) & 1) && !usft_own_thread(l.v[i]))
-			tid = l.v[i];
+		if (l.v[i] == self || !thread_status(l.v[i], &blocked, &sleeping) ||
+		    !((blocked >> (signo - 1)) & 1) || usft_own_thread(l.v[i]))
+			continue;
+		if (skip_sleepers && sleeping && (pc = syscall_pc(l.v[i])) &&
+		    (!sleeper_ok || sleeper_ok(pc)))
+			continue;
+		tid = l.v[i];
 	}
 	rv_lock_give();
 	if (n < 0)

@@ -64,6 +64,8 @@ bool usft_any_pc(unsigned long pc);
 /* The first other thread that blocks @signo (its tid, 0, or -errno), its name in @comm;
  * usft's own threads (usft-writer, usft-control) never run a site and are skipped. */
 int usft_signal_blocker(int signo, char *comm, size_t len);
+int usft_signal_blocker_awake(int signo, bool (*sleeper_ok)(unsigned long pc),
+			      bool skip_sleepers, char *comm, size_t len);
 
 /* usft_uc_pc(uc): the interrupted program counter of a signal context */
 #include "asm/uc_regs.h"	/* not asm/ptrace.h: that would shadow the uapi header */
@@ -72,5 +74,7 @@ int usft_threads_scan(void (*fn)(ucontext_t *uc, void *arg), void *arg,
 		      unsigned long *blocked_pc, int max, int *nblocked);
 int usft_stop_machine(int (*fn)(void *arg), void *arg, int *fn_ret);
 int usft_nr_threads(void);
+/* usft_rv_signo() - the signal of the thread rendezvous (option sync_signal) */
+int usft_rv_signo(void);
 
 #endif

@@ -434,6 +434,7 @@ static int call_replace(unsigned char *buf, unsigned long ip, unsigned long addr
 int ftrace_dyn_arch_init(void)
 {
 	usft_sync_init();
+	x86_early_nops_report();
 	x86_poke_init();
 	return 0;
 }

@@ -8,6 +8,7 @@
 
 #define CALL_INSN_OPCODE	0xe8
 #define JMP32_INSN_OPCODE	0xe9
+#define JMP8_INSN_OPCODE	0xeb
 #define INT3_INSN_OPCODE	0xcc
 #define X86_NOP5		"\x0f\x1f\x44\x00\x00"
 
@@ -26,8 +27,12 @@ void x86_poke_init(void);
 /* queue one site for the next x86_poke_flush(); @relocate: old bytes are
  * several instructions (gcc's 1-byte NOPs), move threads stopped inside. */
 int x86_poke_queue(unsigned long addr, const unsigned char *newb, int len, bool relocate);
-/* the INT3 protocol over every queued site. Return: 0 or -EPERM. */
+/* the INT3 protocol over every queued site. Return: 0, -EBUSY (gcc NOPs
+ * and a thread that blocks SIGTRAP or the rendezvous signal: nothing
+ * written) or -EPERM. */
 int x86_poke_flush(void);
+/* gcc NOP runs converted by the constructor (early_nops.c), said at init */
+void x86_early_nops_report(void);
 /*
  * copy into not-yet-used trampoline memory; @sync: serialise every thread
  * after it (not needed when the copy only becomes reachable through the

@@ -25,6 +25,7 @@
 #include "core/text.h"
 #include "mem/execmem.h"
 #include "insn.h"
+#include "core/arch.h"
 
 struct poke_entry {
 	unsigned long addr;
@@ -303,9 +304,108 @@ static int poke_open_all(void)
 	return ret;
 }
 
+/* the first two bytes of a site written with one locked store (poke_atomic()) */
+static __no_tsan int poke_head(const struct poke_entry *e, const unsigned char *two)
+{
+	struct poke_entry h = { .addr = e->addr, .len = 2 };
+
+	memcpy(h.newb, two, 2);
+	return poke_atomic(&h);
+}
+
+/*
+ * A site that crosses a 16-byte boundary, written without a trap (the
+ * INT3 protocol with a 2-byte "jmp .+5" in place of the INT3):
+ *   1. bytes 0..1 become "eb 03" with one locked store;           sync
+ *   2. bytes 2..4 get their new value (no thread decodes there:
+ *      a site is one instruction, and the jmp passes over them); sync
+ *   3. bytes 0..1 get their new value with one locked store;      sync
+ * A thread at the site meanwhile skips it: the old state of a NOP being
+ * made a call, the new one of a call being made a NOP (a call changed to
+ * another call is missed once, docs/reliability.md).  Needs bytes 0..1 in
+ * one 16-byte block: a site at 15 mod 16 is refused before a call changes
+ * anything (ftrace_arch_text_check()).
+ */
+static const unsigned char jmp_over[2] = { JMP8_INSN_OPCODE, 3 };
+
+static bool crosses16(const struct poke_entry *e)
+{
+	return e->addr + e->len > (e->addr & ~15UL) + 16;
+}
+
+static bool poke_split_ok(const struct poke_entry *e)
+{
+	return (e->addr & 15) != 15 && e->len == MCOUNT_INSN_SIZE;
+}
+
+/*
+ * A thread that blocks SIGTRAP, or (gcc's NOPs) the rendezvous signal, is
+ * often one glibc is creating or tearing down (it blocks every signal
+ * there, briefly, and runs no traced code): wait for it a little, once
+ * per thread.  Return: the tid of a lasting blocker, or 0.
+ */
+static bool not_in_a_site(unsigned long pc);
+
+/*
+ * ... With @awake, a blocker asleep in a system call does not count when
+ * its pc is outside the batch's sites (@in_batch) or anywhere (!@in_batch).
+ */
+static int blocker_lasting(int signo, bool awake, bool in_batch, char *comm, size_t len)
+{
+	static int lasting;	/* waited for in vain once: not again */
+	bool (*ok)(unsigned long) = in_batch ? not_in_a_site : NULL;
+	int tid = usft_signal_blocker_awake(signo, ok, awake, comm, len);
+
+	for (int tries = 0; tid > 0 && tid != lasting && tries < 20; tries++) {
+		struct timespec ms = { 0, 1000000 };
+
+		nanosleep(&ms, NULL);
+		tid = usft_signal_blocker_awake(signo, ok, awake, comm, len);
+	}
+	if (tid > 0)
+		lasting = tid;
+	return tid > 0 ? tid : 0;
+}
+
+/*
+ * gcc's 1-byte NOPs need the INT3 protocol and the rendezvous (a thread
+ * inside a run is moved past it): a thread that blocks either signal
+ * cannot have both, and nothing else is safe for a thread that may be
+ * inside a run (arch/x86_64/early_nops.c).  Refuse before anything is
+ * written; the object keeps its NOPs until a later call finds no such
+ * thread (ftrace_convert_pending_nops()).  Return: 0 or -EBUSY.
+ */
+static int poke_relocate_check(void)
+{
+	static int said;	/* the thread last named: not again each call */
+	char comm[32];
+	int tid, sig = SIGTRAP;
+
+	if (usft_nr_threads() <= 1)
+		return 0;
+	tid = blocker_lasting(SIGTRAP, true, true, comm, sizeof(comm));
+	if (!tid) {
+		sig = usft_rv_signo();
+		tid = blocker_lasting(sig, true, true, comm, sizeof(comm));
+	}
+	if (!tid)
+		return 0;
+	usft_log(tid == said ? USFT_LOG_DEBUG : USFT_LOG_ERR, "usft: thread %d (%s) blocks %s, and gcc's 1-byte NOPs of a loaded object are "
+	       "still to be converted, which needs %s that thread cannot take (it could be "
+	       "killed, or resume inside a converted site): nothing is converted and the "
+	       "calls that would patch return EBUSY until it unblocks the signal. Unblock "
+	       "it in that thread, start tracing (or call usft_init()) before the thread "
+	       "starts, or build with clang, whose 5-byte NOP needs no conversion\n",
+	       tid, comm, sig == SIGTRAP ? "SIGTRAP" : "the rendezvous signal (option sync_signal)",
+	       sig == SIGTRAP ? "an INT3" : "a signal");
+	said = tid;
+	return -EBUSY;
+}
+
 static __no_tsan int poke_flush_without_traps(void)
 {
 	char comm[32];
+	bool split = false;
 	int tid, ret = 0;
 	size_t i;
 
@@ -324,46 +424,54 @@ static __no_tsan int poke_flush_without_traps(void)
 		return 1;
 	}
 	for (i = 0; i < poke_nr; i++) {
-		unsigned long a = poke_vec[i].addr;
-
-		if (poke_vec[i].relocate) {
-			pr_warn("usft: thread %d (%s) blocks SIGTRAP while gcc's 1-byte NOPs "
-				"are converted with INT3s: it dies if it runs one of them now\n",
-				tid, comm);
+		/*
+		 * gcc's NOPs: threads inside a run must be moved, which only
+		 * the rendezvous of the INT3 protocol does; the blockers there
+		 * are asleep outside the sites (poke_relocate_check()).
+		 */
+		if (poke_vec[i].relocate)
 			return 1;
-		}
-		if (a + poke_vec[i].len > (a & ~15UL) + 16) {
+		if (!crosses16(&poke_vec[i]))
+			continue;
+		if (!poke_split_ok(&poke_vec[i])) {
 			/*
-			 * glibc blocks every signal in a thread being created
-			 * or exiting: such a blocker runs no traced code and
-			 * is gone in microseconds.  Wait for it a little; a
-			 * lasting one gets the INT3 protocol with a warning
-			 * (refusing would stop the runtime: ftrace_bug()).
+			 * ftrace_arch_text_check() refused the call while a
+			 * blocker was there; one that came since, and lasts,
+			 * gets the INT3 protocol with a warning (refusing now
+			 * would stop the runtime: ftrace_bug()).
 			 */
-			static int lasting;	/* waited for in vain once: not again */
-
-			for (int tries = 0; tid > 0 && tid != lasting && tries < 20; tries++) {
-				struct timespec ms = { 0, 1000000 };
-
-				nanosleep(&ms, NULL);
-				tid = usft_signal_blocker(SIGTRAP, comm, sizeof(comm));
-			}
-			if (tid > 0 && tid != lasting)
-				pr_warn("usft: thread %d (%s) blocks SIGTRAP, and the site at %#lx "
-					"crosses a 16-byte boundary, so it is written with an INT3: "
-					"that thread dies if it runs the site now; unblock SIGTRAP "
-					"in it\n", tid, comm, a);
-			if (tid > 0)
-				lasting = tid;
+			tid = blocker_lasting(SIGTRAP, true, false, comm, sizeof(comm));
+			if (tid)
+				pr_warn("usft: thread %d (%s) started blocking SIGTRAP during a "
+					"batch, and the site at %#lx lies at 15 mod 16, so it is "
+					"written with an INT3: that thread dies if it runs the site "
+					"now; unblock SIGTRAP in it\n", tid, comm, poke_vec[i].addr);
 			return 1;
 		}
+		split = true;
 	}
 	ret = poke_open_all();
 	for (i = 0; i < poke_nr && !ret; i++) {
 		USFT_TEXT_STEP();
-		ret = poke_atomic(&poke_vec[i]);
+		ret = crosses16(&poke_vec[i]) ? poke_head(&poke_vec[i], jmp_over) :
+						poke_atomic(&poke_vec[i]);
 	}
 	usft_sync_core();
+	if (split && !ret) {
+		for (i = 0; i < poke_nr; i++)
+			if (crosses16(&poke_vec[i])) {
+				USFT_TEXT_STEP();
+				usft_text_write(poke_vec[i].addr + 2, poke_vec[i].newb + 2,
+						poke_vec[i].len - 2);
+			}
+		usft_sync_core();
+		for (i = 0; i < poke_nr && !ret; i++)
+			if (crosses16(&poke_vec[i])) {
+				USFT_TEXT_STEP();
+				ret = poke_head(&poke_vec[i], poke_vec[i].newb);
+			}
+		usft_sync_core();
+	}
 	usft_counters.nr_sites_written += i;
 	usft_count(nr_notrap_batches);
 	ret |= usft_text_close_all();
@@ -395,13 +503,17 @@ __no_tsan int x86_poke_flush(void)
 		;
 	if (i < poke_nr)
 		qsort(poke_vec, poke_nr, sizeof(*poke_vec), entry_cmp);
+	for (i = 0; i < poke_nr; i++)
+		relocate |= poke_vec[i].relocate;
+	if (relocate && poke_relocate_check()) {
+		poke_trim();
+		return -EBUSY;
+	}
 	ret = poke_flush_without_traps();
 	if (ret <= 0) {
 		poke_trim();
 		return ret;
 	}
-	for (i = 0; i < poke_nr; i++)
-		relocate |= poke_vec[i].relocate;
 	ret = poke_open_all();
 	if (ret) {
 		usft_text_close_all();
@@ -464,27 +576,65 @@ int x86_text_copy(unsigned long dst, const void *src, size_t len, bool sync)
 }
 
 /*
- * Under a W^X policy text is written through /proc/self/mem, where no
- * locked compare-and-exchange reaches it: the trap-free batch of a thread
- * that blocks SIGTRAP is impossible, and the INT3 protocol would kill that
- * thread.  Asked before a call changes anything (ftrace_text_check()).
+ * Is there a site no trap-free write can reach, one at 15 mod 16 (its
+ * first two bytes in two 16-byte blocks: -O0/-Os builds)?  Scanned again
+ * only when the records change.
+ */
+static unsigned long site15_ip(void)
+{
+	static unsigned long scanned = ~0UL, found;
+	struct ftrace_page *pg;
+	struct dyn_ftrace *rec;
+
+	if (scanned == ftrace_nr_records())
+		return found;
+	scanned = ftrace_nr_records();
+	found = 0;
+	do_for_each_ftrace_rec(pg, rec) {
+		if (!(rec->flags & FTRACE_FL_DISABLED) && (rec->ip & 15) == 15) {
+			found = rec->ip;
+			return found;
+		}
+	} while_for_each_ftrace_rec();
+	return found;
+}
+
+/*
+ * May a batch be written now without killing a thread?  Asked before a
+ * call changes anything (ftrace_text_check()).  A thread that blocks
+ * SIGTRAP dies on an INT3, so its batches are written without one
+ * (poke_flush_without_traps()); that is impossible
+ *  - under a W^X policy: text is written through /proc/self/mem, where no
+ *    locked compare-and-exchange reaches it;
+ *  - for a site at 15 mod 16: its first two bytes lie in two 16-byte
+ *    blocks, so no single store changes how it decodes.
  * Return: 0 or -EBUSY (said with the thread and the fix).
  */
 int ftrace_arch_text_check(void)
 {
+	unsigned long ip = 0;
 	char comm[32];
 	int tid;
 
-	if (!usft_text_procmem())
+	if (!usft_text_procmem() && !(ip = site15_ip()))
 		return 0;
-	tid = usft_signal_blocker(SIGTRAP, comm, sizeof(comm));
+	tid = ip ? blocker_lasting(SIGTRAP, true, false, comm, sizeof(comm)) :
+		   usft_signal_blocker(SIGTRAP, comm, sizeof(comm));
 	if (tid <= 0)
 		return 0;
-	pr_err("usft: thread %d (%s) blocks SIGTRAP, and under this W^X policy text can only "
-	       "be written through /proc/self/mem with the INT3 protocol, whose trap would "
-	       "kill it; the call returns EBUSY and nothing is patched. Unblock SIGTRAP in "
-	       "that thread, or allow mprotect(PROT_WRITE|PROT_EXEC) for this program\n",
-	       tid, comm);
+	if (!ip)
+		pr_err("usft: thread %d (%s) blocks SIGTRAP, and under this W^X policy text can "
+		       "only be written through /proc/self/mem with the INT3 protocol, whose "
+		       "trap would kill it; the call returns EBUSY and nothing is patched. "
+		       "Unblock SIGTRAP in that thread, or allow mprotect(PROT_WRITE|PROT_EXEC) "
+		       "for this program\n", tid, comm);
+	else
+		pr_err("usft: thread %d (%s) blocks SIGTRAP, and the site at %#lx (%s) starts at "
+		       "15 mod 16, so no single store can patch it: only the INT3 protocol, whose "
+		       "trap would kill that thread; the call returns EBUSY and nothing is "
+		       "patched. Unblock SIGTRAP in that thread, or build with aligned functions "
+		       "(-O2, or -falign-functions=16)\n", tid, comm, ip,
+		       lookup_rec(ip, ip) ? ftrace_rec_name(lookup_rec(ip, ip)) : "?");
 	return -EBUSY;
 }
 

@@ -1,0 +1,252 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Sites no INT3 may touch: threads that block every signal call them while
+ * usft patches (docs/reliability.md, "Callers that block SIGTRAP"):
+ *
+ *   gcc's NOPs at start-up   libusft converts this program's own runs in a
+ *                            constructor, before its threads exist
+ *   gcc's NOPs loaded late   a library loaded while such a thread runs:
+ *                            EBUSY, nothing converted, until it is gone
+ *   16-byte boundary         sites at 12..14 mod 16 are written without a
+ *                            trap; one at 15 mod 16 makes the call EBUSY
+ *
+ * The loaded objects are tests/lifecycle/gccnops_lib.S (exact bytes and
+ * alignment).  Each case runs in a forked child: its death is the failure.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+#include "test_common.h"
+
+__attribute__((aligned(16))) TRACEE long gn_self0(long x) { TRACEE_BODY(); return x + 100; }
+__attribute__((aligned(16))) TRACEE long gn_self1(long x) { TRACEE_BODY(); return x + 200; }
+
+#define NOP5 "\x0f\x1f\x44\x00\x00"
+
+static long (*volatile fns[4])(long);
+static long adds[4];
+static volatile int nfns;
+static atomic_int stop, bad;
+static atomic_long calls;
+
+static void *blocked_caller(void *arg)
+{
+	sigset_t all;
+
+	(void)arg;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	for (long i = 0; !atomic_load(&stop); i++) {
+		for (int k = 0; k < nfns; k++)
+			if (fns[k](i) != i + adds[k])
+				atomic_fetch_add(&bad, 1);
+		atomic_fetch_add_explicit(&calls, 1, memory_order_relaxed);
+	}
+	return NULL;
+}
+
+static pthread_t callers[2];
+
+static void start_callers(void)
+{
+	atomic_store(&stop, 0);
+	atomic_store(&calls, 0);
+	for (int i = 0; i < 2; i++)
+		pthread_create(&callers[i], NULL, blocked_caller, NULL);
+	while (atomic_load(&calls) < 1000)
+		usleep(100);
+}
+
+static int stop_callers(void)
+{
+	atomic_store(&stop, 1);
+	for (int i = 0; i < 2; i++)
+		pthread_join(callers[i], NULL);
+	return atomic_load(&bad) ? 40 : 0;
+}
+
+static notrace void count_hit(unsigned long ip, unsigned long pip, struct ftrace_ops *op,
+			      struct ftrace_regs *fregs)
+{
+}
+
+static struct ftrace_ops ops = { .func = count_hit };
+
+static int cycles(int n)
+{
+	for (int k = 0; k < n; k++) {
+		if (register_ftrace_function(&ops))
+			return 30;
+		if (unregister_ftrace_function(&ops))
+			return 31;
+	}
+	return 0;
+}
+
+static void *lib_fn(void *h, const char *name, long add)
+{
+	void *f = dlsym(h, name);
+
+	if (f) {
+		fns[nfns] = f;
+		adds[nfns] = add;
+		nfns = nfns + 1;	/* published after the pointer (x86-64 TSO) */
+	}
+	return f;
+}
+
+/* ---- this program's own NOPs, converted before main() ------------------- */
+
+static int own_nops(void)
+{
+	struct usft_stats st = { .sz = sizeof(st) };
+	int ret;
+
+	/* no usft call yet (tc_is_nop5() would initialise): the constructor did this */
+	if (memcmp((const void *)gn_self0, NOP5, 5) || memcmp((const void *)gn_self1, NOP5, 5))
+		return 10;
+	fns[0] = gn_self0;
+	adds[0] = 100;
+	fns[1] = gn_self1;
+	adds[1] = 200;
+	nfns = 2;
+	start_callers();
+	/* the first call into usft: init, records, filters, 300 batches */
+	if (ftrace_set_filter(&ops, (unsigned char *)"gn_self*", 8, 1))
+		ret = 11;
+	else
+		ret = cycles(100);
+	ret = ret ? ret : stop_callers();
+	if (!ret && (usft_stat(&st) || st.nr_sites_written == 0))
+		ret = 12;
+#ifndef __clang__
+	/* gcc's runs: converted by the constructor */
+	if (!ret && st.nr_early_nops == 0)
+		ret = 13;
+#endif
+	return ret;
+}
+
+Test(gccnops, own_runs_converted_before_main_then_blocked_callers_survive, .timeout = 120)
+{
+	int st = tc_run_child(own_nops);
+
+	cr_assert_eq(st, 0, "the child returned %d", st);
+}
+
+/* ---- a library loaded while a blocker runs ----------------------------- */
+
+static int late_library(void)
+{
+	void *h;
+	int ret;
+
+	if (usft_init())
+		return 20;
+	/* the callers block every signal before the object is loaded */
+	start_callers();
+	h = dlopen(GN_LIB, RTLD_NOW);
+	if (!h || !lib_fn(h, "gn_run", 1)) {
+		stop_callers();
+		return 21;
+	}
+	while (atomic_load(&calls) < 2000)
+		usleep(100);
+	if (ftrace_set_filter(&ops, (unsigned char *)"gn_run", 6, 1))
+		return 22;
+	/* its NOPs cannot be converted now: EBUSY, bytes untouched */
+	ret = register_ftrace_function(&ops);
+	if (ret != -EBUSY) {
+		stop_callers();
+		return ret ? 23 : 24;
+	}
+	if (memcmp((const void *)fns[0], "\x90\x90\x90\x90\x90", 5))
+		return 25;
+	ret = stop_callers();
+	/* the blocker is gone: the next call converts and patches */
+	if (!ret && register_ftrace_function(&ops))
+		ret = 26;
+	if (!ret && !tc_is_call((const void *)fns[0]))
+		ret = 27;
+	if (!ret && unregister_ftrace_function(&ops))
+		ret = 28;
+	if (!ret && !tc_is_nop5((const void *)fns[0]))
+		ret = 29;
+	return ret;
+}
+
+Test(gccnops, library_loaded_with_a_blocker_is_ebusy_until_it_goes, .timeout = 120)
+{
+	int st = tc_run_child(late_library);
+
+	cr_assert_eq(st, 0, "the child returned %d", st);
+}
+
+/* ---- sites across a 16-byte boundary ----------------------------------- */
+
+static int crossing(void)
+{
+	struct usft_stats st = { .sz = sizeof(st) };
+	void *h;
+	int ret;
+
+	if (usft_init())
+		return 20;
+	h = dlopen(GN_LIB, RTLD_NOW);
+	if (!h || !lib_fn(h, "gn_x12", 12) || !lib_fn(h, "gn_x13", 13) ||
+	    !lib_fn(h, "gn_x14", 14))
+		return 21;
+	if (ftrace_set_filter(&ops, (unsigned char *)"gn_x1*", 6, 1) || cycles(1))
+		return 22;
+	start_callers();
+	ret = cycles(200);
+	ret = ret ? ret : stop_callers();
+	for (int k = 0; !ret && k < nfns; k++)
+		if (!tc_is_nop5((const void *)fns[k]))
+			ret = 32;
+	if (!ret && (usft_stat(&st) || !st.nr_notrap_batches))
+		ret = 33;
+	return ret;
+}
+
+Test(gccnops, sites_across_16_bytes_written_without_a_trap, .timeout = 120)
+{
+	int st = tc_run_child(crossing);
+
+	cr_assert_eq(st, 0, "the child returned %d", st);
+}
+
+static int site15(void)
+{
+	void *h;
+	int ret;
+
+	if (usft_init())
+		return 20;
+	h = dlopen(GN_LIB15, RTLD_NOW);
+	if (!h || !lib_fn(h, "gn_x15", 15))
+		return 21;
+	if (ftrace_set_filter(&ops, (unsigned char *)"gn_x15", 6, 1))
+		return 22;
+	start_callers();
+	ret = register_ftrace_function(&ops);
+	if (ret != -EBUSY) {
+		stop_callers();
+		return ret ? 23 : 24;
+	}
+	ret = stop_callers();
+	if (!ret && cycles(3))
+		ret = 26;
+	if (!ret && !tc_is_nop5((const void *)fns[0]))
+		ret = 27;
+	return ret;
+}
+
+Test(gccnops, site_at_15_mod_16_with_a_blocker_is_ebusy, .timeout = 120)
+{
+	int st = tc_run_child(site15);
+
+	cr_assert_eq(st, 0, "the child returned %d", st);
+}
