@@ -304,46 +304,42 @@ static int poke_open_all(void)
 	return ret;
 }
 
-/* the first two bytes of a site written with one locked store (poke_atomic()) */
-static __no_tsan int poke_head(const struct poke_entry *e, const unsigned char *two)
-{
-	struct poke_entry h = { .addr = e->addr, .len = 2 };
-
-	memcpy(h.newb, two, 2);
-	return poke_atomic(&h);
-}
-
 /*
- * A site that crosses a 16-byte boundary, written without a trap (the
- * INT3 protocol with a 2-byte "jmp .+5" in place of the INT3):
- *   1. bytes 0..1 become "eb 03" with one locked store;           sync
- *   2. bytes 2..4 get their new value (no thread decodes there:
- *      a site is one instruction, and the jmp passes over them); sync
- *   3. bytes 0..1 get their new value with one locked store;      sync
- * A thread at the site meanwhile skips it: the old state of a NOP being
- * made a call, the new one of a call being made a NOP (a call changed to
- * another call is missed once, docs/reliability.md).  Needs bytes 0..1 in
- * one 16-byte block: a site at 15 mod 16 is refused before a call changes
- * anything (ftrace_arch_text_check()).
+ * A site no single store can change (it crosses a 16-byte boundary), or
+ * any site when text goes through /proc/self/mem, written without a trap:
+ * the INT3 protocol with "test $imm32, %eax" (opcode 0xa9, 5 bytes: the
+ * site's bytes 1..4 are its immediate, whatever they hold) in place of
+ * the INT3:
+ *   1. byte 0 becomes 0xa9 (one byte: one store);                 sync
+ *   2. bytes 1..4 get their new value, in any pieces: a thread at
+ *      the site decodes a test of some immediate;                 sync
+ *   3. byte 0 gets its new value;                                 sync
+ * A thread fetching across the boundary meanwhile sees byte 0 old or new
+ * with bytes 1..4 old (pass 1), any (pass 2: byte 0 is 0xa9) or new (pass
+ * 3): nop5, call, or a test that only sets flags, which are dead at a
+ * function's entry (the psABI preserves none across a call).  So a thread
+ * at the site during the batch skips it: the old behaviour of a NOP being
+ * made a call, the new one of a call being made a NOP; a call changed into
+ * another call is skipped for that moment (where the kernel's INT3
+ * handler emulates the new one: docs/reliability.md).
  */
-static const unsigned char jmp_over[2] = { JMP8_INSN_OPCODE, 3 };
+static const unsigned char test_eax = 0xa9;
 
-static bool crosses16(const struct poke_entry *e)
+static bool needs_test(const struct poke_entry *e)
 {
-	return e->addr + e->len > (e->addr & ~15UL) + 16;
+	return usft_text_procmem() || e->addr + e->len > (e->addr & ~15UL) + 16;
 }
 
-static bool poke_split_ok(const struct poke_entry *e)
+/* one byte: compare-then-write of the byte (the rest was verified in pass 1) */
+static __no_tsan int poke_byte0(const struct poke_entry *e, unsigned char old, unsigned char b)
 {
-	return (e->addr & 15) != 15 && e->len == MCOUNT_INSN_SIZE;
+	if (usft_text_procmem())
+		return *(volatile unsigned char *)e->addr == old ?
+		       usft_text_write(e->addr, &b, 1) : -EINVAL;
+	return __atomic_compare_exchange_n((unsigned char *)e->addr, &old, b, false,
+					   __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST) ? 0 : -EINVAL;
 }
 
-/*
- * A thread that blocks SIGTRAP, or (gcc's NOPs) the rendezvous signal, is
- * often one glibc is creating or tearing down (it blocks every signal
- * there, briefly, and runs no traced code): wait for it a little, once
- * per thread.  Return: the tid of a lasting blocker, or 0.
- */
 static bool not_in_a_site(unsigned long pc);
 
 /*
@@ -405,24 +401,13 @@ static int poke_relocate_check(void)
 static __no_tsan int poke_flush_without_traps(void)
 {
 	char comm[32];
-	bool split = false;
+	bool test = false;
 	int tid, ret = 0;
 	size_t i;
 
 	tid = usft_signal_blocker(SIGTRAP, comm, sizeof(comm));
 	if (tid <= 0)
 		return 1;
-	if (usft_text_procmem()) {
-		/*
-		 * No locked store reaches text through /proc/self/mem.
-		 * ftrace_arch_text_check() refused the call while the thread
-		 * was there; one that came since gets the INT3 protocol.
-		 */
-		pr_warn("usft: thread %d (%s) started blocking SIGTRAP during a batch written "
-			"through /proc/self/mem (W^X), which needs INT3s: it dies if it runs a "
-			"site now\n", tid, comm);
-		return 1;
-	}
 	for (i = 0; i < poke_nr; i++) {
 		/*
 		 * gcc's NOPs: threads inside a run must be moved, which only
@@ -431,44 +416,28 @@ static __no_tsan int poke_flush_without_traps(void)
 		 */
 		if (poke_vec[i].relocate)
 			return 1;
-		if (!crosses16(&poke_vec[i]))
-			continue;
-		if (!poke_split_ok(&poke_vec[i])) {
-			/*
-			 * ftrace_arch_text_check() refused the call while a
-			 * blocker was there; one that came since, and lasts,
-			 * gets the INT3 protocol with a warning (refusing now
-			 * would stop the runtime: ftrace_bug()).
-			 */
-			tid = blocker_lasting(SIGTRAP, true, false, comm, sizeof(comm));
-			if (tid)
-				pr_warn("usft: thread %d (%s) started blocking SIGTRAP during a "
-					"batch, and the site at %#lx lies at 15 mod 16, so it is "
-					"written with an INT3: that thread dies if it runs the site "
-					"now; unblock SIGTRAP in it\n", tid, comm, poke_vec[i].addr);
-			return 1;
-		}
-		split = true;
+		test |= needs_test(&poke_vec[i]);
 	}
 	ret = poke_open_all();
 	for (i = 0; i < poke_nr && !ret; i++) {
 		USFT_TEXT_STEP();
-		ret = crosses16(&poke_vec[i]) ? poke_head(&poke_vec[i], jmp_over) :
-						poke_atomic(&poke_vec[i]);
+		ret = needs_test(&poke_vec[i]) ?
+		      poke_byte0(&poke_vec[i], *(volatile unsigned char *)poke_vec[i].addr, test_eax) :
+		      poke_atomic(&poke_vec[i]);
 	}
 	usft_sync_core();
-	if (split && !ret) {
-		for (i = 0; i < poke_nr; i++)
-			if (crosses16(&poke_vec[i])) {
+	if (test && !ret) {
+		for (i = 0; i < poke_nr && !ret; i++)
+			if (needs_test(&poke_vec[i])) {
 				USFT_TEXT_STEP();
-				usft_text_write(poke_vec[i].addr + 2, poke_vec[i].newb + 2,
-						poke_vec[i].len - 2);
+				ret = usft_text_write(poke_vec[i].addr + 1, poke_vec[i].newb + 1,
+						      poke_vec[i].len - 1);
 			}
 		usft_sync_core();
 		for (i = 0; i < poke_nr && !ret; i++)
-			if (crosses16(&poke_vec[i])) {
+			if (needs_test(&poke_vec[i])) {
 				USFT_TEXT_STEP();
-				ret = poke_head(&poke_vec[i], poke_vec[i].newb);
+				ret = poke_byte0(&poke_vec[i], test_eax, poke_vec[i].newb[0]);
 			}
 		usft_sync_core();
 	}
@@ -576,66 +545,13 @@ int x86_text_copy(unsigned long dst, const void *src, size_t len, bool sync)
 }
 
 /*
- * Is there a site no trap-free write can reach, one at 15 mod 16 (its
- * first two bytes in two 16-byte blocks: -O0/-Os builds)?  Scanned again
- * only when the records change.
- */
-static unsigned long site15_ip(void)
-{
-	static unsigned long scanned = ~0UL, found;
-	struct ftrace_page *pg;
-	struct dyn_ftrace *rec;
-
-	if (scanned == ftrace_nr_records())
-		return found;
-	scanned = ftrace_nr_records();
-	found = 0;
-	do_for_each_ftrace_rec(pg, rec) {
-		if (!(rec->flags & FTRACE_FL_DISABLED) && (rec->ip & 15) == 15) {
-			found = rec->ip;
-			return found;
-		}
-	} while_for_each_ftrace_rec();
-	return found;
-}
-
-/*
- * May a batch be written now without killing a thread?  Asked before a
- * call changes anything (ftrace_text_check()).  A thread that blocks
- * SIGTRAP dies on an INT3, so its batches are written without one
- * (poke_flush_without_traps()); that is impossible
- *  - under a W^X policy: text is written through /proc/self/mem, where no
- *    locked compare-and-exchange reaches it;
- *  - for a site at 15 mod 16: its first two bytes lie in two 16-byte
- *    blocks, so no single store changes how it decodes.
- * Return: 0 or -EBUSY (said with the thread and the fix).
+ * Every batch can be written without killing a thread that blocks
+ * SIGTRAP (poke_flush_without_traps(), on either text route), except a
+ * conversion of gcc's NOPs, which says so itself (poke_relocate_check()).
  */
 int ftrace_arch_text_check(void)
 {
-	unsigned long ip = 0;
-	char comm[32];
-	int tid;
-
-	if (!usft_text_procmem() && !(ip = site15_ip()))
-		return 0;
-	tid = ip ? blocker_lasting(SIGTRAP, true, false, comm, sizeof(comm)) :
-		   usft_signal_blocker(SIGTRAP, comm, sizeof(comm));
-	if (tid <= 0)
-		return 0;
-	if (!ip)
-		pr_err("usft: thread %d (%s) blocks SIGTRAP, and under this W^X policy text can "
-		       "only be written through /proc/self/mem with the INT3 protocol, whose "
-		       "trap would kill it; the call returns EBUSY and nothing is patched. "
-		       "Unblock SIGTRAP in that thread, or allow mprotect(PROT_WRITE|PROT_EXEC) "
-		       "for this program\n", tid, comm);
-	else
-		pr_err("usft: thread %d (%s) blocks SIGTRAP, and the site at %#lx (%s) starts at "
-		       "15 mod 16, so no single store can patch it: only the INT3 protocol, whose "
-		       "trap would kill that thread; the call returns EBUSY and nothing is "
-		       "patched. Unblock SIGTRAP in that thread, or build with aligned functions "
-		       "(-O2, or -falign-functions=16)\n", tid, comm, ip,
-		       lookup_rec(ip, ip) ? ftrace_rec_name(lookup_rec(ip, ip)) : "?");
-	return -EBUSY;
+	return 0;
 }
 
 /* INT3 everywhere (arch/x86/mm/init.c: execmem_fill_trapping_insns()) */
