@@ -48,6 +48,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		usft_print_info(sink, &t, "fuzz");
 		usft_trace_free(&t);
 	}
+	/* the streaming reader (usft report's), values included */
+	{
+		char path[64];
+
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+		if (!usft_trace_open(path, &t)) {
+			usft_print_text(sink, &t, 0);
+			usft_print_json(sink, &t, 0);
+			usft_trace_free(&t);
+		}
+	}
 	close(fd);
 	return 0;
 }
