@@ -95,8 +95,13 @@ static void ftrace_stacktrace_count(unsigned long ip, unsigned long parent_ip,
 	long *count, old;
 
 	(void)parent_ip, (void)ops;
-	/* kernel: tracing_is_on(), the top level's */
-	if (!tracer_tracing_is_on(NULL))
+	/*
+	 * kernel: tracing_is_on(), the global array's.  Here it is the probe's
+	 * own array: a process mounted without a recording has no other top
+	 * level (NULL is the recording's), and an instance follows its own
+	 * tracing_on (docs/design.md)
+	 */
+	if (!tracer_tracing_is_on(tr))
 		return;
 	count = count_slot(data, ip);
 	if (!count)

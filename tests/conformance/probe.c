@@ -190,6 +190,44 @@ Test(probe_cmds, stacktrace_count_and_trace_arrays)
 	cr_assert_eq(usft_set_trace_array_ops(&(struct usft_trace_array_ops){ .sz = 3 }), -EINVAL);
 }
 
+static notrace bool tr_off_is_on(struct trace_array *tr)
+{
+	return tr ? atomic_load(&instance_on) : false;
+}
+
+static const struct usft_trace_array_ops off_top_ops = {
+	.sz = sizeof(off_top_ops),
+	.is_on = tr_off_is_on,
+	.set_on = tr_set_on,
+	.dump_stack = tr_dump_stack,
+};
+
+/* a counted stacktrace of an array fires while that array traces, whatever NULL's state */
+Test(probe_cmds, stacktrace_count_follows_its_array)
+{
+	struct trace_array *inst = (struct trace_array *)&instance_on;
+
+	atomic_store(&stack_dumps, 0);
+	atomic_store(&instance_on, 1);
+	cr_assert_eq(usft_set_trace_array_ops(&off_top_ops), 0);
+	cr_assert_eq(cmd(inst, "cf_pr_stack:stacktrace:2"), 0);
+	for (int i = 0; i < 4; i++)
+		cf_pr_stack(i);
+	cr_assert_eq(atomic_load(&stack_dumps), 2, "dumps %d", atomic_load(&stack_dumps));
+	cr_assert_eq(last_tr, inst);
+	cr_assert_str_eq(show(inst), "cf_pr_stack:stacktrace:count=0\n");
+	/* its array off: the count is kept */
+	cr_assert_eq(cmd(inst, "!cf_pr_stack:stacktrace:0"), 0);
+	cr_assert_eq(cmd(inst, "cf_pr_stack:stacktrace:1"), 0);
+	atomic_store(&instance_on, 0);
+	cf_pr_stack(0);
+	cr_assert_eq(atomic_load(&stack_dumps), 2);
+	cr_assert_str_eq(show(inst), "cf_pr_stack:stacktrace:count=1\n");
+	clear_ftrace_function_probes(inst);
+	atomic_store(&instance_on, 1);
+	cr_assert_eq(usft_set_trace_array_ops(NULL), 0);
+}
+
 /* a probe_ops of the program's own, through the kernel-shaped API */
 static atomic_int inits, frees, frees_zero, hits;
 

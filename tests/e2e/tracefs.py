@@ -522,6 +522,13 @@ def case_stack():
         fr = stack_after(m.read("trace"), "mix")
         check(fr[:2] == ["mix", "checksum"], "stack of mix: %r" % fr)
         m.ok("set_ftrace_filter", "!mix:stacktrace\n", append=True)
+        # counted: it fires in a mount without a recording (the array's tracing_on)
+        m.ok("trace", "\n")
+        m.ok("set_ftrace_filter", "mix:stacktrace:3\n", append=True)
+        wait_for(lambda: "mix:stacktrace:count=0" in m.read("set_ftrace_filter"),
+                 "a counted stacktrace used up its count")
+        check(stack_after(m.read("trace"), "mix")[:1] == ["mix"], "counted stacktrace entry")
+        m.ok("set_ftrace_filter", "!mix:stacktrace:0\n", append=True)
         # func_stack_trace: a stack after each function event
         m.ok("set_ftrace_filter", "checksum\n")
         m.ok("options/func_stack_trace", "1\n")
