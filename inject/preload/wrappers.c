@@ -37,6 +37,7 @@
 #include <usft/usft.h>
 #include "preload.h"
 #include "tracer.h"
+#include "trace_mod.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -750,6 +751,9 @@ EXPORT void *dlopen(const char *file, int mode)
 		/* attached: the new objects' own calls are routed too */
 		preload_bind_dl(true);
 		usft_tracer_after_dlopen();
+		/* the tracefs's cached :mod: filters (RTLD_NOLOAD brings nothing in) */
+		if (!(mode & RTLD_NOLOAD))
+			usft_tracefs_after_dlopen();
 		errno = saved;
 	}
 	return h;

@@ -445,9 +445,9 @@ int ftrace_hash_move_and_update_ops(struct ftrace_ops *ops, struct ftrace_hash *
 void ftrace_ops_init(struct ftrace_ops *ops);
 
 /* kernel ftrace_set_hash() */
-static int ftrace_set_hash(struct ftrace_ops *ops, const unsigned char *buf, int len,
-			   unsigned long *ips, unsigned int cnt, int remove, int reset,
-			   int enable)
+static int ftrace_set_hash_mod(struct ftrace_ops *ops, const unsigned char *buf, int len,
+			       unsigned long *ips, unsigned int cnt, int remove, int reset,
+			       int enable, int mod)
 {
 	struct ftrace_hash **orig_hash, *hash;
 	int ret;
@@ -487,6 +487,9 @@ static int ftrace_set_hash(struct ftrace_ops *ops, const unsigned char *buf, int
 		if (ret)
 			goto out_free;
 	}
+	/* kernel ftrace_regex_release(): FL_MOD says the array has cached :mod: filters */
+	if (enable && mod >= 0)
+		hash->flags = mod ? hash->flags | FTRACE_HASH_FL_MOD : hash->flags & ~FTRACE_HASH_FL_MOD;
 	ret = ftrace_hash_move_and_update_ops(ops, orig_hash, hash, enable);
 out_free:
 	free_ftrace_hash(hash);
@@ -494,6 +497,41 @@ out:
 	pthread_mutex_unlock(&ftrace_lock);
 	pthread_mutex_unlock(&ops->func_hash->regex_lock);
 	return ret;
+}
+
+static int ftrace_set_hash(struct ftrace_ops *ops, const unsigned char *buf, int len,
+			   unsigned long *ips, unsigned int cnt, int remove, int reset,
+			   int enable)
+{
+	return ftrace_set_hash_mod(ops, buf, len, ips, cnt, remove, reset, enable, -1);
+}
+
+USFT_API int usft_ftrace_set_regex_mod(struct ftrace_ops *ops, unsigned char *buf, int len,
+				       int reset, int enable, bool cached)
+{
+	USFT_API_ENTER(busy);
+
+	if (busy)
+		return usft_err(busy);
+	return usft_err(ftrace_set_hash_mod(ops, buf, len, NULL, 0, 0, reset, enable, cached));
+}
+
+/* kernel module_exists(): an object of that "module" name is loaded */
+USFT_API bool usft_module_exists(const char *name)
+{
+	USFT_API_ENTER(busy);
+	struct usft_object *obj;
+	char mod[256];
+	bool found = false;
+
+	if (busy || !name || ftrace_lazy_init() || unlikely(ftrace_disabled))
+		return false;
+	pthread_mutex_lock(&ftrace_lock);
+	if (!ftrace_records_sync())
+		for (obj = usft_objects; obj && !found; obj = obj->next)
+			found = !strcmp(ftrace_object_modname(obj, mod, sizeof(mod)), name);
+	pthread_mutex_unlock(&ftrace_lock);
+	return found;
 }
 
 static int cmp_ulong(const void *a, const void *b)

@@ -213,9 +213,13 @@ struct ftrace_hash {
 extern struct ftrace_hash empty_hash;
 #define EMPTY_HASH (&empty_hash)
 
+/*
+ * kernel ftrace_hash_empty(): a filter hash that only waits for a cached
+ * ":mod:" (FTRACE_HASH_FL_MOD, no entries) is not empty: it selects nothing
+ */
 static inline bool ftrace_hash_empty(struct ftrace_hash *hash)
 {
-	return !hash || !hash->count;
+	return !hash || !(hash->count || (hash->flags & FTRACE_HASH_FL_MOD));
 }
 
 static inline unsigned long ftrace_hash_key(unsigned long ip, unsigned long bits)

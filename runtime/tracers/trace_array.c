@@ -44,6 +44,7 @@
 #include "trace_array.h"
 #include "trace_stack.h"
 #include "trace_events.h"
+#include "trace_mod.h"
 #include "tracer.h"
 
 /* ---- the ring ------------------------------------------------------------ */
@@ -156,6 +157,7 @@ struct trace_array {
 	unsigned long marks_nr;
 	struct ta_mark *marks;
 	char *errlog;			/* error_log text */
+	struct ta_mod *mods[2];		/* cached :mod: filters: set_ftrace_filter, _notrace */
 	struct usft_stack_store *stacks;	/* TA_STACK frames (trace_stack.c) */
 	int nr_errs;			/* its entries */
 	bool ready;
@@ -610,12 +612,17 @@ int usft_tracefs_rmdir(const char *name, char *why, size_t wlen)
 		snprintf(why, wlen, "no instance '%s'", name);
 		return -ENOENT;
 	}
+	/* out of a dlopen()'s reach first (ta_mod_process() walks the arrays) */
+	ta_mod_lock();
+	*pp = tr->next;
+	ta_mod_free(tr->mods[0]);
+	ta_mod_free(tr->mods[1]);
+	ta_mod_unlock();
 	ta_stop_tracer(tr);
 	clear_ftrace_function_probes(tr);
 	usft_trace_events_remove(tr);
 	ftrace_free_filter(&tr->ops);
 	ftrace_free_filter(&tr->gops.ops);
-	*pp = tr->next;
 	/* no callback of tr runs any more: its ops are unregistered */
 	munmap(tr->ring.ents, TA_MAX_ENTS * sizeof(struct ta_ent));
 	free(tr->pids);
@@ -1501,9 +1508,9 @@ static int set_tracer(struct trace_array *tr, const char *name, char *why, size_
 static int write_filter(struct trace_array *tr, bool nt, const char *v, size_t len,
 			bool append, char *why, size_t wlen)
 {
-	int (*set)(struct ftrace_ops *, unsigned char *, int, int) =
-		nt ? ftrace_set_notrace : ftrace_set_filter;
 	char *copy = strndup(v, len), *globs = calloc(1, len + 2), *save = NULL;
+	struct ta_mod *mods = NULL;
+	bool cached = !append && tr->mods[nt];
 	size_t gl = 0;
 	int ret = 0;
 
@@ -1512,7 +1519,12 @@ static int write_filter(struct trace_array *tr, bool nt, const char *v, size_t l
 		free(globs);
 		return -ENOMEM;
 	}
-	for (char *t = strtok_r(copy, " \t\n", &save); t; t = strtok_r(NULL, " \t\n", &save)) {
+	ta_mod_lock();
+	/* the O_TRUNC open empties the cache too (kernel ftrace_regex_open()); a write stages a copy */
+	if (append && ta_mod_dup(&mods, tr->mods[nt]))
+		ret = -ENOMEM;
+	for (char *t = strtok_r(copy, " \t\n", &save); t && !ret;
+	     t = strtok_r(NULL, " \t\n", &save)) {
 		int r = usft_ftrace_regex_cmd(tr, t, !nt);
 
 		if (r < 0) {
@@ -1522,25 +1534,78 @@ static int write_filter(struct trace_array *tr, bool nt, const char *v, size_t l
 			ret = r;
 			break;
 		}
-		if (r == USFT_REGEX_GLOB) {
-			memcpy(globs + gl, t, strlen(t));
-			gl += strlen(t);
-			globs[gl++] = ' ';
+		if (r != USFT_REGEX_GLOB)
+			continue;
+		/* kernel ftrace_mod_callback(): a :mod: glob matching nothing is cached */
+		if (strstr(t, ":mod:") && usft_match_sites(t + (t[0] == '!'), -1, NULL, 0) <= 0) {
+			ret = ta_mod_cache(&mods, t);
+			if (ret == -EINVAL)
+				snprintf(why, wlen, t[0] == '!' ? "'%.200s': no such cached filter (cat "
+					 "the file)" : "'%.200s': that object is loaded and has no such "
+					 "function (see available_filter_functions)", t);
+			cached = true;
+			continue;
 		}
+		memcpy(globs + gl, t, strlen(t));
+		gl += strlen(t);
+		globs[gl++] = ' ';
 	}
 	free(copy);
-	if (!ret && (gl || !append)) {
+	if (!ret && (gl || !append || cached)) {
+		unsigned char *buf = gl ? (unsigned char *)globs : NULL;
+
 		globs[gl ? gl - 1 : 0] = 0;
-		ret = set(&tr->ops, gl ? (unsigned char *)globs : NULL, gl ? -1 : 0, !append);
+		/* FL_MOD: a filter waiting for its object selects nothing meanwhile */
+		ret = usft_ftrace_set_regex_mod(&tr->ops, buf, gl ? -1 : 0, !append, !nt, mods);
 		if (ret)
 			snprintf(why, wlen, ret == -EINVAL ? "'%.200s' matches no function (see "
 				 "available_filter_functions)" : "%.200s: %s", globs, strerror(-ret));
 		else
 			/* the graph ops takes the same text: the same result */
-			set(&tr->gops.ops, gl ? (unsigned char *)globs : NULL, gl ? -1 : 0, !append);
+			usft_ftrace_set_regex_mod(&tr->gops.ops, buf, gl ? -1 : 0, !append, !nt, mods);
 	}
+	if (!ret) {
+		struct ta_mod *old = tr->mods[nt];
+
+		tr->mods[nt] = mods;
+		mods = old;
+	}
+	ta_mod_free(mods);
+	ta_mod_unlock();
 	free(globs);
 	return ret;
+}
+
+/* kernel process_mod_list() for @tr's list @nt (ta_mod_lock() held) */
+static void process_mod_list(struct trace_array *tr, bool nt)
+{
+	struct ta_mod *taken = ta_mod_take_loaded(&tr->mods[nt]);
+	char buf[512];
+
+	if (!taken)
+		return;
+	for (struct ta_mod *m = taken; m; m = m->next) {
+		/* each on its own: one matching nothing is dropped as the kernel's is */
+		snprintf(buf, sizeof(buf), "%s:mod:%s", m->func, m->module);
+		usft_ftrace_set_regex_mod(&tr->ops, (unsigned char *)buf, -1, 0, !nt, true);
+		usft_ftrace_set_regex_mod(&tr->gops.ops, (unsigned char *)buf, -1, 0, !nt, true);
+	}
+	ta_mod_free(taken);
+	usft_ftrace_set_regex_mod(&tr->ops, NULL, 0, 0, !nt, tr->mods[nt]);
+	usft_ftrace_set_regex_mod(&tr->gops.ops, NULL, 0, 0, !nt, tr->mods[nt]);
+	if (tr == &top && P.reg && !nt)
+		prof_sync_filter();
+}
+
+/* kernel process_cached_mods(): every array's filters waiting for an object now loaded */
+void ta_mod_process(void)
+{
+	if (!top.ready)
+		return;
+	for (struct trace_array *tr = &top; tr; tr = tr == &top ? instances : tr->next)
+		for (int nt = 0; nt < 2; nt++)
+			if (tr->mods[nt])
+				process_mod_list(tr, nt);
 }
 
 static int cmp_ulong(const void *a, const void *b)
@@ -1674,10 +1739,15 @@ static int write_graph_set(struct ftrace_ops *hops, struct ta_set **slot, const 
 	return 0;
 }
 
-static void print_filter(FILE *f, struct ftrace_ops *ops, bool nt)
+/* kernel t_show() and t_mod_show(): the functions, then the cached :mod: filters */
+static void print_filter(FILE *f, struct trace_array *tr, bool nt)
 {
-	if (!usft_print_ops_hash(f, ops, nt) && !nt)
-		fputs("#### all functions enabled ####\n", f);
+	ta_mod_lock();
+	/* a filter waiting for its object (FL_MOD) is not "all functions" */
+	if (!usft_print_ops_hash(f, &tr->ops, nt) && (nt || !tr->mods[0]))
+		fputs(nt ? "#### no functions disabled ####\n" : "#### all functions enabled ####\n", f);
+	ta_mod_show(f, tr->mods[nt]);
+	ta_mod_unlock();
 }
 
 static void print_opts(FILE *f, struct trace_array *tr)
@@ -1947,13 +2017,13 @@ static int read_array_file(struct trace_array *tr, const char *file, FILE *f)
 		int n = usft_ftrace_probes_show(tr, NULL, 0);
 		char *buf = n > 0 ? malloc((size_t)n + 1) : NULL;
 
-		print_filter(f, &tr->ops, false);
+		print_filter(f, tr, false);
 		if (buf && usft_ftrace_probes_show(tr, buf, (size_t)n + 1) <= n)
 			fputs(buf, f);
 		free(buf);
 	}
 	else if (!strcmp(file, "set_ftrace_notrace"))
-		print_filter(f, &tr->ops, true);
+		print_filter(f, tr, true);
 	else if (!strcmp(file, "set_ftrace_pid"))
 		print_pids(f, tr->pids);
 	else if (!strcmp(file, "set_ftrace_notrace_pid"))
@@ -2022,7 +2092,11 @@ int usft_tracefs_read(const char *path, FILE *f, char *why, size_t wlen)
 		if (!strcmp(file, "touched_functions"))
 			return usft_print_touched_functions(f), 0;
 		if (!strcmp(file, "set_graph_function"))
-			return print_filter(f, &graph_fn_ops, false), 0;
+			{
+			if (!usft_print_ops_hash(f, &graph_fn_ops, 0))
+				fputs("#### all functions enabled ####\n", f);
+			return 0;
+		}
 		if (!strcmp(file, "set_graph_notrace"))
 			return usft_print_ops_hash(f, &graph_notrace_ops, 0), 0;
 		if (!strcmp(file, "max_graph_depth"))

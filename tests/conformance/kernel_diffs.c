@@ -88,6 +88,40 @@ Test(kept, mod_command_on_any_ops_without_caching)
 	cr_assert_eq(unregister_ftrace_function(&c.ops), 0);
 }
 
+/*
+ * kernel: ftrace_hash_empty() is false for a filter hash that waits for a
+ * cached ":mod:" (FTRACE_HASH_FL_MOD): it selects nothing until a function
+ * is in it; module_exists() decides what is cached
+ */
+Test(kernel, cached_mod_filter_selects_nothing)
+{
+	static struct tc_counter c;
+
+	tc_counter_init(&c, 0);
+	cr_assert(usft_module_exists("main"));
+	cr_assert_not(usft_module_exists("libkd_not_loaded"));
+	cr_assert_not(usft_module_exists(NULL));
+	cr_assert_eq(usft_ftrace_set_regex_mod(&c.ops, NULL, 0, 1, 1, true), 0);
+	cr_assert_eq(register_ftrace_function(&c.ops), 0);
+	cf_kd_alpha(1);
+	cf_kd_blpha(1);
+	cr_assert_eq(tc_count(&c), 0, "a waiting filter traced %ld calls", tc_count(&c));
+	/* a function added (the flag kept): that one only */
+	cr_assert_eq(usft_ftrace_set_regex_mod(&c.ops, (unsigned char *)"cf_kd_alpha", -1, 0, 1,
+					       true), 0);
+	cf_kd_alpha(1);
+	cf_kd_blpha(1);
+	cr_assert_eq(tc_count(&c), 1);
+	/* the flag dropped with the hash emptied: every function again */
+	cr_assert_eq(usft_ftrace_set_regex_mod(&c.ops, NULL, 0, 1, 1, false), 0);
+	cf_kd_alpha(1);
+	cf_kd_blpha(1);
+	cr_assert_geq(tc_count(&c), 3);
+	cr_assert_eq(unregister_ftrace_function(&c.ops), 0);
+	/* the notrace side never takes the flag */
+	cr_assert_eq(usft_ftrace_set_regex_mod(&c.ops, NULL, 0, 1, 0, true), 0);
+}
+
 /* kernel: lib/glob.c inverts a class with '!' only: "[^b]" is the class {^, b} */
 Test(kernel, glob_class_caret_is_literal)
 {

@@ -16,6 +16,9 @@ tracefs.py CASE --usft PATH --tracees DIR --work DIR [--toykernel PATH]
                the tracee's threads run: every state read is one a write made
   death        the target exits: ENODEV, then unmounted; kill -9 of the
                server: unmounted (auto_unmount), nothing left in D state
+  mod          ':mod:' filters for an object not loaded yet are cached (read
+               back, the notrace side, an instance, '!' and '>' drop them),
+               select nothing meanwhile, and apply when dlopen() loads it
   automount    record --mount, record -P --mount, attach --mount: mounted
                once the runtime answers, unmounted when the recording ends
                or on detach (which leaves no tracer registered)
@@ -135,7 +138,8 @@ def case_files():
             check(name == n, "addrs line %r vs %r" % (a, n))
         check(m.read("set_ftrace_filter") == "#### all functions enabled ####\n",
               "empty filter reads as all functions")
-        check(m.read("set_ftrace_notrace") == "", "empty notrace reads empty")
+        check(m.read("set_ftrace_notrace") == "#### no functions disabled ####\n",
+              "empty notrace reads as none disabled")
         check(m.read("set_ftrace_pid") == "no pid\n", "set_ftrace_pid empty")
         check("[local]" in m.read("trace_clock"), "trace_clock marks local")
         check(m.read("buffer_size_kb").strip().isdigit(), "buffer_size_kb a number")
@@ -795,9 +799,100 @@ def case_automount():
     check(rc == 2 and "mkdir -p" in err, "record --mount to no directory: %d %s" % (rc, err))
     t.finish()
 
+class ModLoad:
+    """samples/tracee/modload.c under `usft record -p nop --mount DIR` (its
+    only thread waits inside libc's read(): no attach point), dlopen()s
+    libtracee-plugin.so when told"""
+
+    def __init__(self, d):
+        self.p = subprocess.Popen([ARGS.usft, "record", "-q", "-p", "nop", "-o", "mod.dat",
+                                   "--mount", d, "--", harness.tracee("modload")],
+                                  env=env(), cwd=ARGS.work, stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE)
+        check(self.ask(None) == "ready", "tracee-modload did not start")
+        wait_for(lambda: mounted(d), "record --mount: mounted")
+
+    def ask(self, cmd):
+        if cmd:
+            self.p.stdin.write((cmd + "\n").encode())
+            self.p.stdin.flush()
+        return self.p.stdout.readline().decode().strip()
+
+    def finish(self):
+        self.p.stdin.close()
+        check(self.p.wait(timeout=60) == 0, "tracee-modload failed")
+
+
+class Mounted(Mount):
+    """a mount someone else made"""
+
+    def __init__(self, d):
+        self.dir = d
+
+
+def case_mod():
+    d = mount_dir("mod")
+    t = ModLoad(d)
+    m = Mounted(d)
+    plug = "libtracee-plugin"
+    try:
+        check("plugin_entry" not in m.read("available_filter_functions"), "plugin not loaded yet")
+        # the kernel's cache_mod(): an object not loaded is cached, read back as written
+        m.ok("set_ftrace_filter", "plugin_*:mod:%s\n" % plug)
+        check(m.read("set_ftrace_filter") == "plugin_*:mod:%s\n" % plug,
+              "cached filter read back (no 'all functions' line)")
+        m.ok("set_ftrace_filter", "main_work:mod:main\n", append=True)
+        check(m.read("set_ftrace_filter") == "main_work\nplugin_*:mod:%s\n" % plug,
+              "functions first, then the cache")
+        m.ok("set_ftrace_filter", "plugin_*:mod:%s\n" % plug)
+        m.ok("set_ftrace_notrace", "plugin_helper:mod:%s\n" % plug)
+        check(m.read("set_ftrace_notrace") ==
+              "#### no functions disabled ####\nplugin_helper:mod:%s\n" % plug, "notrace cache")
+        os.mkdir(m.path("instances/i"))
+        m.ok("instances/i/set_ftrace_filter", ":mod:%s\n" % plug)
+        m.ok("instances/i/set_ftrace_filter", "x:mod:nowhere\n", append=True)
+        check(m.read("instances/i/set_ftrace_filter") == "x:mod:nowhere\n:mod:%s\n" % plug,
+              "instance cache, newest first")
+        # refused writes change nothing: a loaded object without the function,
+        # '!' of nothing cached
+        before = m.read("set_ftrace_filter")
+        m.bad("set_ftrace_filter", "no_such_fn:mod:main\n", errno.EINVAL, append=True)
+        m.bad("set_ftrace_filter", "!other:mod:%s\n" % plug, errno.EINVAL, append=True)
+        m.bad("set_ftrace_filter", "zzz:mod:nowhere no_such_fn\n", errno.EINVAL, append=True)
+        check(m.read("set_ftrace_filter") == before, "refused writes left the cache")
+        m.ok("instances/i/set_ftrace_filter", "!*:mod:nowhere\n", append=True)
+        check(m.read("instances/i/set_ftrace_filter") == ":mod:%s\n" % plug, "'!*' dropped it")
+        # FL_MOD: a filter waiting for its object traces nothing meanwhile
+        m.ok("current_tracer", "function\n")
+        check(t.ask("main") == "main 2", "main_work")
+        check(func_lines(m) == [], "a filter waiting for its object traced: %s" % func_lines(m))
+        check(m.read("enabled_functions") == "", "nothing enabled while waiting")
+        # process_cached_mods(): the dlopen() applies them, in every array
+        check(t.ask("load") == "loaded 21", "load the plugin")
+        got = m.read("set_ftrace_filter")
+        check(sorted(got.splitlines()) == ["plugin_entry [%s]" % plug, "plugin_helper [%s]" % plug],
+              "applied at dlopen: %r" % got)
+        check(m.read("set_ftrace_notrace") == "plugin_helper [%s]\n" % plug, "notrace applied")
+        check(m.read("instances/i/set_ftrace_filter") == got, "instance applied")
+        check(t.ask("call") == "call 31", "call the plugin")
+        names = {l.split(":")[-1].split()[0] for l in func_lines(m)}
+        check(names == {"plugin_entry"}, "traced after the load: %s" % names)
+        m.ok("current_tracer", "nop\n")
+        os.rmdir(m.path("instances/i"))
+        # '>' empties the cache with the filter (kernel ftrace_regex_open())
+        m.ok("set_ftrace_filter", "y:mod:nowhere\n")
+        with open(m.path("set_ftrace_filter"), "w"):
+            pass
+        check(m.read("set_ftrace_filter") == "#### all functions enabled ####\n", "'>' cleared")
+        check(t.ask("unload") == "unloaded", "unload")
+    finally:
+        m.umount()
+    t.finish()
+
 
 CASES = {"files": case_files, "pipe": case_pipe, "instances": case_instances, "stack": case_stack,
-         "concurrency": case_concurrency, "death": case_death, "automount": case_automount}
+         "concurrency": case_concurrency, "death": case_death, "automount": case_automount,
+         "mod": case_mod}
 
 
 def needs():

@@ -220,6 +220,28 @@ USFT_API unsigned long usft_lookup_name(const char *name);
 USFT_API int usft_match_sites(const char *buf, int len, unsigned long *ips, size_t max);
 
 /**
+ * usft_ftrace_set_regex_mod() - ftrace_set_filter() (@enable 1) or
+ * ftrace_set_notrace() (@enable 0) for an owner of cached ":mod:" filters
+ * (the kernel's trace_array mod_trace list, ftrace_regex_release()): with
+ * @cached set, @ops' new filter hash carries FTRACE_HASH_FL_MOD, so that
+ * while it has no function it selects none (a filter waiting for its
+ * object) instead of every function; @cached clear drops the flag.  Only
+ * the filter hash has the flag (@cached is ignored with @enable 0).  A
+ * NULL @buf changes only the flag (and, with @reset, empties the hash).
+ * Return: as ftrace_set_filter().
+ */
+USFT_API int usft_ftrace_set_regex_mod(struct ftrace_ops *ops, unsigned char *buf, int len,
+				       int reset, int enable, bool cached);
+
+/**
+ * usft_module_exists() - is an object of "module" name @name (the name
+ * available_filter_functions prints in brackets, "main" for the program)
+ * loaded?  The kernel's module_exists(), which decides whether a ":mod:"
+ * filter is cached for later.  false also when usft cannot look.
+ */
+USFT_API bool usft_module_exists(const char *name);
+
+/**
  * usft_alloc_trampoline() - copy @len bytes of position-independent code
  * into executable trampoline memory and return its address.  Placement
  * follows the tramp_placement option: "near" puts it within branch range
