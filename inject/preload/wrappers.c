@@ -275,6 +275,7 @@ FORWARD(int, setcontext, (const ucontext_t *ucp), (ucp), -1)
 FORWARD_JMP(siglongjmp, sigjmp_buf)
 FORWARD_JMP(longjmp, jmp_buf)
 FORWARD_JMP(_longjmp, jmp_buf)
+FORWARD_JMP(__longjmp_chk, jmp_buf)
 
 static int shim_dlclose(void *handle)
 {

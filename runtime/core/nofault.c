@@ -247,8 +247,9 @@ USFT_API __no_tsan int sigprocmask(int how, const sigset_t *set, sigset_t *oldse
  * libc calls that set the mask inside libc: the cached state is forgotten
  * first (a thread that never copies a string pays nothing more).  Resolved
  * in the constructor: a handler may call them, and dlsym() is not
- * async-signal-safe.  glibc's fortified __longjmp_chk is not among them
- * (docs/design.md).
+ * async-signal-safe.  __longjmp_chk is what longjmp() and siglongjmp()
+ * become under _FORTIFY_SOURCE (its stack check passes through this one
+ * extra frame: the target is still above it).
  */
 #define FORGET_FNS(X)								\
 	X(int, sigblock, (int mask), (mask))					\
@@ -258,7 +259,8 @@ USFT_API __no_tsan int sigprocmask(int how, const sigset_t *set, sigset_t *oldse
 	X(int, setcontext, (const ucontext_t *ucp), (ucp))			\
 	X(int, swapcontext, (ucontext_t *oucp, const ucontext_t *ucp), (oucp, ucp))
 #define FORGET_JMPS(X)								\
-	X(siglongjmp, sigjmp_buf) X(longjmp, jmp_buf) X(_longjmp, jmp_buf)
+	X(siglongjmp, sigjmp_buf) X(longjmp, jmp_buf) X(_longjmp, jmp_buf)	\
+	X(__longjmp_chk, jmp_buf)
 
 #define FORGET_PTR(ret, name, params, args) static ret (*real_##name) params;
 #define FORGET_JMP_PTR(name, buf) static void (*real_##name)(buf, int);

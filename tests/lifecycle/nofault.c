@@ -172,6 +172,10 @@ static notrace int inherited_mask(void)
 	return 0;
 }
 
+/* what longjmp()/siglongjmp() become under _FORTIFY_SOURCE (no public prototype) */
+extern void __longjmp_chk(struct __jmp_buf_tag env[1], int val) __attribute__((noreturn));
+static int fortified;
+
 /* siglongjmp back to a mask that blocks SIGSEGV: the cached state is forgotten */
 static notrace int longjmp_mask(void)
 {
@@ -188,6 +192,8 @@ static notrace int longjmp_mask(void)
 		if (strncpy_from_user_nofault(dst, (void *)16, sizeof(dst)) != -EFAULT)
 			FAIL(2, "open: not -EFAULT\n");
 		round = 1;
+		if (fortified)
+			__longjmp_chk(env, 1);
 		siglongjmp(env, 1);
 	}
 	if (round != 1)
@@ -454,6 +460,11 @@ Test(nofault, thread_blocking_sigsegv) { cr_expect_eq(tc_run_child(blocked_threa
 /* threads in the test's own process: qemu-user cannot start them in a forked child */
 Test(nofault, thread_born_blocking) { cr_expect_eq(inherited_mask(), 0); }
 Test(nofault, siglongjmp_to_blocked_mask) { cr_expect_eq(tc_run_child(longjmp_mask), 0); }
+Test(nofault, fortified_siglongjmp_to_blocked_mask)
+{
+	fortified = 1;	/* a program built with -D_FORTIFY_SOURCE: before, killed by SIGSEGV */
+	cr_expect_eq(tc_run_child(longjmp_mask), 0);
+}
 Test(nofault, in_a_handler) { cr_expect_eq(tc_run_child(in_handler), 0); }
 Test(nofault, handler_changes_its_mask) { cr_expect_eq(tc_run_child(handler_changes_mask), 0); }
 Test(nofault, program_handler_before) { cr_expect_eq(tc_run_child(own_fault_before), 0); }
