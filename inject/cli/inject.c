@@ -506,13 +506,56 @@ static void reap_dead(struct stopped *s)
 }
 
 /*
+ * Where a thread is that has not stopped yet: its state letter from
+ * /proc/TID/stat ('?' when gone), and "state S, wchan W, syscall N" in @why.
+ */
+/* the first line of /proc/PID/task/TID/@name into @out ("?" when unreadable) */
+static void task_file(pid_t pid, pid_t tid, const char *name, char *out, size_t len)
+{
+	char path[96];
+	ssize_t n = -1;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/%s", (int)pid, (int)tid, name);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		n = read(fd, out, len - 1);
+		close(fd);
+	}
+	if (n <= 0)
+		snprintf(out, len, "?");
+	else
+		out[n] = 0;
+}
+
+static char thread_where(pid_t pid, pid_t tid, char *why, size_t len)
+{
+	char stat[512], wchan[64], sc[256], *p;
+	char state = '?';
+
+	task_file(pid, tid, "stat", stat, sizeof(stat));
+	task_file(pid, tid, "wchan", wchan, sizeof(wchan));
+	task_file(pid, tid, "syscall", sc, sizeof(sc));
+	p = strrchr(stat, ')');
+	if (p && p[1] == ' ')
+		state = p[2];
+	sc[strcspn(sc, " \n")] = 0;
+	snprintf(why, len, "state %c, wchan %.40s, system call %.20s", state, wchan, sc);
+	return state;
+}
+
+/*
  * Seize and stop every thread.  A thread that takes a signal before its
  * interrupt stop gets a signal-delivery-stop first: that signal is passed
- * on and the thread stopped again.  Return: 0, or an exit code.
+ * on and the thread stopped again.  A thread that has not stopped after
+ * 5 s fails the attach, unless it is runnable or in an uninterruptible
+ * kernel wait (R, D: a loaded machine, a page fault's I/O; it stops once it
+ * gets to run or the wait ends), which gets up to 30 s.  The message says
+ * where it was.  Return: 0, or an exit code.
  */
 static int stop_all(struct stopped *s, struct inject_result *res)
 {
-	long deadline = now_ms() + 5000;
+	long deadline = now_ms() + 5000, hard = deadline + 25000;
 	bool more = true;
 
 	while (more) {
@@ -572,8 +615,16 @@ static int stop_all(struct stopped *s, struct inject_result *res)
 					continue;
 				}
 				if (r == -ETIMEDOUT) {
-					fail(res, USFT_EXIT_FAIL, "thread %d did not stop within 5 s",
-					     (int)t->tid);
+					char why[160], state = thread_where(s->pid, t->tid, why,
+									    sizeof(why));
+
+					if ((state == 'R' || state == 'D') && now_ms() < hard) {
+						deadline = now_ms() + 100 < hard ? now_ms() + 100 : hard;
+						continue;
+					}
+					fail(res, USFT_EXIT_FAIL, "thread %d did not stop within %ld s "
+					     "(%s)", (int)t->tid,
+					     now_ms() < hard ? 5L : 30L, why);
 					return res->code;
 				}
 				if (r || WIFEXITED(st) || WIFSIGNALED(st)) {
