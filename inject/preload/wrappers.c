@@ -280,7 +280,6 @@ FORWARD_JMP(__longjmp_chk, jmp_buf)
 static int shim_dlclose(void *handle)
 {
 	struct obj_list before = { 0 }, after = { 0 };
-	bool tracing = usft_tracer_active();
 	int ret, saved;
 
 	if (!usft_dlclose_fn)
@@ -289,20 +288,23 @@ static int shim_dlclose(void *handle)
 	usft_tracer_flush();
 	if (!usft_dlclose_fn)
 		return -1;
-	if (tracing) {
-		usft_self_begin();
-		dl_iterate_phdr(list_cb, &before);
-		usft_self_end();
-	}
+	/*
+	 * The list before, even when nothing records: a recording that starts
+	 * while the loader unloads (a START of an attached process) named the
+	 * object's functions, and must hear that they went.
+	 */
+	usft_self_begin();
+	dl_iterate_phdr(list_cb, &before);
+	usft_self_end();
 	ret = usft_dlclose_fn(handle);
-	if (!tracing)
-		return ret;
 	saved = errno;
 	usft_self_begin();
-	dl_iterate_phdr(list_cb, &after);
-	for (size_t i = 0; after.subs != before.subs && i < before.n; i++)
-		if (!obj_listed(&after, &before.v[i]))
-			usft_tracer_unmapped(before.v[i].lo, before.v[i].hi);
+	if (usft_tracer_active()) {
+		dl_iterate_phdr(list_cb, &after);
+		for (size_t i = 0; after.subs != before.subs && i < before.n; i++)
+			if (!obj_listed(&after, &before.v[i]))
+				usft_tracer_unmapped(before.v[i].lo, before.v[i].hi);
+	}
 	free(before.v);
 	free(after.v);
 	usft_self_end();
