@@ -76,7 +76,12 @@ void tracecmd_output_close(struct tracecmd_output *handle);
 #define TC_DIR_MAX	1024		/* the temporary directory's path */
 #define TC_ADDR_BASE	0xffffffff81000000ULL
 
-enum { ID_FUNCTION = 1, ID_PRINT = 5, ID_GRAPH_RET = 10, ID_GRAPH_ENT = 11 };
+enum { ID_FUNCTION = 1, ID_KERNEL_STACK = 4, ID_PRINT = 5, ID_GRAPH_RET = 10, ID_GRAPH_ENT = 11 };
+
+/* the kernel's FTRACE_STACK_ENTRIES: kernel_stack's declared caller[] */
+#define TC_STACK_DECLARED	8
+/* frames kept of one stack (the writer's USFT_STACK_ENTRIES); a hostile file's extra ones are dropped */
+#define TC_STACK_MAX		64
 
 static const char header_page[] =
 	"\tfield: u64 timestamp;\toffset:0;\tsize:8;\tsigned:0;\n"
@@ -116,6 +121,20 @@ static const struct { const char *name, *format; } events[] = {
 	  "\tfield:unsigned long long rettime;\toffset:32;\tsize:8;\tsigned:0;\n\n"
 	  "print fmt: \"<-- %ps (%d) (start: %llx  end: %llx) over: %d\", (void *)REC->func, "
 	  "REC->depth, REC->calltime, REC->rettime, REC->depth\n" },
+	/*
+	 * kernel/trace/trace_entries.h's kernel_stack as 6.1 prints its format
+	 * (F_printk() stringified); a record carries all its frames past the
+	 * declared 8, as the kernel's does, and trace-cmd reads them all
+	 */
+	{ "kernel_stack",
+	  "name: kernel_stack\nID: 4\nformat:\n" COMMON_FIELDS
+	  "\tfield:int size;\toffset:8;\tsize:4;\tsigned:1;\n"
+	  "\tfield:unsigned long caller[8];\toffset:16;\tsize:64;\tsigned:0;\n\n"
+	  "print fmt: \"\\t=> %ps\\n\\t=> %ps\\n\\t=> %ps\\n\" \"\\t=> %ps\\n\\t=> %ps\\n"
+	  "\\t=> %ps\\n\" \"\\t=> %ps\\n\\t=> %ps\\n\", (void *)REC->caller[0], "
+	  "(void *)REC->caller[1], (void *)REC->caller[2], (void *)REC->caller[3], "
+	  "(void *)REC->caller[4], (void *)REC->caller[5], (void *)REC->caller[6], "
+	  "(void *)REC->caller[7]\n" },
 	{ "print",
 	  "name: print\nID: 5\nformat:\n" COMMON_FIELDS
 	  "\tfield:unsigned long ip;\toffset:8;\tsize:8;\tsigned:0;\n"
@@ -403,6 +422,41 @@ static int max_cpus(struct usft_trace *t, int ncpus)
 	return ncpus;
 }
 
+/*
+ * A stack trace (@e, and the EV_STACK_FRAME events the reader split it
+ * into, taken here) as the kernel's kernel_stack (__ftrace_trace_stack()):
+ * size = the frame count, then the frames, the traced function first; a
+ * stack of fewer than the declared 8 is filled up with ULONG_MAX, where
+ * trace-cmd's kernel_stack handler stops.  Return: 0 or -errno.
+ */
+static int put_stack(struct tc_cpu *c, struct tc_names *names, struct usft_trace *t,
+		     struct usft_trace_iter *it, const struct usft_revent *e)
+{
+	struct {
+		struct tc_ent c;
+		int32_t size, pad;
+		uint64_t caller[TC_STACK_MAX];
+	} ev;
+	const struct usft_revent *f;
+	uint64_t ts = e->ts;
+	unsigned int n = 0, len;
+
+	tc_common(&ev.c, ID_KERNEL_STACK, e->tid);
+	while ((f = usft_trace_iter_peek_same(it)) && usft_rev_type(f) == EV_STACK_FRAME) {
+		if (n < sizeof(ev.caller) / sizeof(ev.caller[0])) {
+			ev.caller[n] = ev_addr(names, t, f, f->aux);
+			if (!ev.caller[n++])
+				return -ENOMEM;
+		}
+		usft_trace_iter_drop_same(it);
+	}
+	ev.size = (int32_t)n;
+	ev.pad = 0;
+	for (len = n; len < TC_STACK_DECLARED; len++)
+		ev.caller[len] = UINT64_MAX;
+	return put_event(c, ts, &ev, offsetof(__typeof__(ev), caller) + len * sizeof(ev.caller[0]));
+}
+
 /* the events, per CPU, into @dir/cpuN; Return: CPUs, or -errno */
 static int write_pages(const char *dir, struct usft_trace *t, struct tc_names *names,
 		       struct tc_thread **threads, int ncpus)
@@ -435,7 +489,8 @@ static int write_pages(const char *dir, struct usft_trace *t, struct tc_names *n
 		uint64_t func = 0;
 		struct tc_thread *th;
 
-		if (type != EV_FUNC && type != EV_PRINT && (type < EV_GRAPH_ENT || type > EV_GRAPH_GONE))
+		if (type != EV_FUNC && type != EV_PRINT && type != EV_STACK &&
+		    (type < EV_GRAPH_ENT || type > EV_GRAPH_GONE))
 			continue;
 		th = tc_thread(threads, e->sess, e->tid);	/* for saved_cmdlines too */
 		if (!th) {
@@ -449,6 +504,10 @@ static int write_pages(const char *dir, struct usft_trace *t, struct tc_names *n
 			ev.ip = ev_addr(names, t, e, usft_rev_ip(e));
 			ev.parent = ev_addr(names, t, e, e->aux);
 			ret = put_event(c, e->ts, &ev, sizeof(ev));
+			continue;
+		}
+		if (type == EV_STACK) {
+			ret = put_stack(c, names, t, it, e);
 			continue;
 		}
 		if (type == EV_PRINT) {

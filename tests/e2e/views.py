@@ -253,6 +253,22 @@ def case_tracecmd():
     rc, _, err = usft("report", "-i", "cxx.dat", "--format", "trace-cmd", "-o", "cxx.tc.dat")
     names = [t for _, _, t in trace_cmd_events(e2e.os.path.join(e2e.ARGS.work, "cxx.tc.dat"))]
     check(any("geo::Shape::operator==() {" in n for n in names), "cxx names: %s" % names)
+    # stack traces are the kernel's ftrace:kernel_stack: trace-cmd prints their frames
+    record([tracee("nest-fp")], "function", ("--trigger", "leaf:stacktrace:1"), out="st.dat")
+    rc, _, err = usft("report", "-i", "st.dat", "--format", "trace-cmd", "-o", "st.tc.dat")
+    check(rc == 0 and not err, "--format trace-cmd (stacks): %d %s" % (rc, err))
+    rc, out, err = e2e.run(["trace-cmd", "report", e2e.os.path.join(e2e.ARGS.work, "st.tc.dat")])
+    check(rc == 0 and "Cannot" not in err and "Error" not in err, "trace-cmd report: %s" % err)
+    ls = out.splitlines()
+    at = [i for i, l in enumerate(ls) if re.search(r"\bkernel_stack:\s+<stack trace >$", l)]
+    check(len(at) == 1, "one kernel_stack event:\n%s" % out)
+    frames = []
+    for l in ls[at[0] + 1:]:
+        m = re.match(r"^=> (\S+) \([0-9a-f]+\)$", l)
+        if not m:
+            break
+        frames.append(m.group(1).split("+")[0])
+    check(frames[:4] == ["leaf", "middle", "outer", "main"], "kernel_stack frames: %s" % frames)
     # -o is required, and must be a file that can be seeked
     rc, _, err = usft("report", "-i", "trace.dat", "--format", "trace-cmd", "-o", "/dev/null")
     check(rc == 1 and "regular file" in err, "-o /dev/null: %d %s" % (rc, err))
