@@ -124,6 +124,8 @@ unsigned long long usft_rings_salvage(const char *dir, const char *trace);
 unsigned long long usft_rings_salvage_fd(int ring_fd, const char *trace);
 /* whether that file says its process is still recording (not ended cleanly) */
 bool usft_rings_fd_live(int ring_fd);
+/* no process that runs still records into @dir (a finish trigger ended them) */
+bool usft_rings_all_ended(const char *dir);
 void usft_exit_note(int pid, int status);
 void usft_exits_write(const char *trace);
 

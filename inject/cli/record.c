@@ -16,7 +16,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <usft/usft.h>
@@ -74,34 +77,106 @@ static bool is_static(const char *path)
 	return r == 0;
 }
 
+/* whether -T or --signal has a finish action (FUNC@finish, SIG@finish) */
+static bool wants_finish(const char *triggers, const char *signals)
+{
+	return (triggers && strstr(triggers, "@finish")) || (signals && strstr(signals, "@finish"));
+}
+
+/*
+ * A finish trigger fired in one of the processes (a byte on @fin, the pipe
+ * its runtime was handed in USFT_FINISH_FD: trace_triggers.c): the
+ * recording is over once no process still records, i.e. no ring file in
+ * @rings is live for a process that runs.  Return: true then.
+ */
+static bool finished(int fin, const char *rings)
+{
+	char buf[64];
+
+	if (read(fin, buf, sizeof(buf)) <= 0)
+		return false;
+	return usft_rings_all_ended(rings);
+}
+
+/*
+ * PROG runs: wait for its exit (*@status), or for the recording's finish
+ * (then PROG goes on: uftrace's daemon case).  Return: 1 finished, 0
+ * exited, -1 waitpid failed.
+ */
+static int wait_prog(pid_t pid, int fin, const char *rings, int *status)
+{
+	int pidfd = fin >= 0 ? usft_pidfd_open(pid) : -1;
+
+	while (pidfd >= 0) {
+		struct pollfd p[2] = { { pidfd, POLLIN, 0 }, { fin, POLLIN, 0 } };
+
+		if (poll(p, 2, -1) < 0 && errno != EINTR)
+			break;
+		if ((p[1].revents & POLLIN) && finished(fin, rings)) {
+			close(pidfd);
+			return 1;
+		}
+		if (p[1].revents & POLLHUP)
+			fin = -1;	/* no process holds it any more */
+		if (p[0].revents)
+			break;
+	}
+	if (pidfd >= 0)
+		close(pidfd);
+	while (waitpid(pid, status, 0) < 0) {
+		if (errno != EINTR) {
+			fprintf(stderr, "usft: waitpid: %s\n", strerror(errno));
+			return -1;
+		}
+	}
+	return 0;
+}
+
 /*
  * PROG has exited; the processes it started and left running (a daemon()
  * child, background children: reparented to us, the child subreaper) are
- * still writing to the trace.  Record until they exit too; ^C stops that.
- * SIGINT and SIGCHLD are taken with sigwaitinfo(), so no handler (and no
- * restarted waitpid()) is involved.
+ * still writing to the trace.  Record until they exit too, or until the
+ * recording finishes (@fin: a finish trigger); ^C stops that.  SIGINT and
+ * SIGCHLD are read from a signalfd, so no handler (and no restarted
+ * waitpid()) is involved.  Return: whether it finished (they run on).
  */
-static void wait_leftovers(const char *prog, const char *output, bool quiet)
+static bool wait_leftovers(const char *prog, const char *output, bool quiet, int fin,
+			   const char *rings)
 {
 	sigset_t set, old;
-	bool stopped = false;
-	int st;
+	bool stopped = false, done = false;
+	int st, sfd;
 	pid_t p;
 
 	sigemptyset(&set);
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGCHLD);
 	sigprocmask(SIG_BLOCK, &set, &old);
+	sfd = signalfd(-1, &set, SFD_CLOEXEC);
 	while ((p = waitpid(-1, &st, WNOHANG)) > 0)
 		usft_exit_note(p, st);
-	if (p == 0) {
+	if (p == 0 && sfd >= 0) {
 		if (!quiet)
 			fprintf(stderr, "usft: %s left processes running (a daemon, background "
 				"children): recording until they exit (Ctrl-C stops waiting)\n", prog);
 		for (;;) {
-			int sig = sigwaitinfo(&set, NULL);
+			struct pollfd pf[2] = { { sfd, POLLIN, 0 }, { fin, POLLIN, 0 } };
+			struct signalfd_siginfo si;
 
-			if (sig == SIGINT) {
+			if (poll(pf, 2, -1) < 0) {
+				if (errno == EINTR)
+					continue;
+				break;
+			}
+			if ((pf[1].revents & POLLIN) && finished(fin, rings)) {
+				done = true;
+				break;
+			}
+			if (pf[1].revents & POLLHUP)
+				fin = -1;
+			if (!(pf[0].revents & POLLIN))
+				continue;
+			if (read(sfd, &si, sizeof(si)) == sizeof(si) && si.ssi_signo == SIGINT) {
 				stopped = true;
 				break;
 			}
@@ -111,10 +186,13 @@ static void wait_leftovers(const char *prog, const char *output, bool quiet)
 				break;		/* ECHILD: nothing left */
 		}
 	}
+	if (sfd >= 0)
+		close(sfd);
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	if (stopped && !quiet)
 		fprintf(stderr, "usft: stopped waiting: the processes still running go on writing "
 			"to %s; the summary counts what they wrote so far\n", output);
+	return done;
 }
 
 int usft_cmd_record(int argc, char **argv)
@@ -162,7 +240,7 @@ int usft_cmd_record(int argc, char **argv)
 	pid_t mnt = -1;
 	double duration = 0;
 	struct usft_out out;
-	int c, status, rc, ep[2], exec_err = 0;
+	int c, status = 0, rc, ep[2], exec_err = 0, fin[2] = { -1, -1 }, w;
 	ssize_t n;
 	pid_t pid;
 
@@ -371,6 +449,9 @@ int usft_cmd_record(int argc, char **argv)
 		fprintf(stderr, "usft: warning: no directory for shared ring buffers (%s): "
 			"recording with private ones, lost if %s is killed\n", strerror(errno),
 			argv[optind]);
+	/* FUNC@finish: the recording may end while PROG runs on (told here) */
+	if (wants_finish(triggers, signals) && pipe2(fin, O_CLOEXEC))
+		fin[0] = fin[1] = -1;
 	/* what PROG leaves running (daemon(), background children) comes back to us */
 	prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
 	pid = fork();
@@ -428,6 +509,17 @@ int usft_cmd_record(int argc, char **argv)
 		setenv("USFT_LOSSLESS", drop ? "0" : "1", 1);
 		if (rings[0])
 			setenv("USFT_RING_DIR", rings, 1);
+		if (fin[1] >= 0) {
+			struct stat st;
+			char spec[80];
+
+			/* the write end goes through the exec (the runtime moves it away) */
+			if (!fstat(fin[1], &st) && !fcntl(fin[1], F_SETFD, 0)) {
+				snprintf(spec, sizeof(spec), "%d:%llu:%llu", fin[1],
+					 (unsigned long long)st.st_dev, (unsigned long long)st.st_ino);
+				setenv("USFT_FINISH_FD", spec, 1);
+			}
+		}
 		if (mount_dir)
 			setenv("USFT_CONTROL", "1", 1);	/* the tracefs's channel, even for -p nop */
 		if (options) {
@@ -453,6 +545,8 @@ int usft_cmd_record(int argc, char **argv)
 	signal(SIGINT, SIG_IGN);
 	signal(SIGQUIT, SIG_IGN);
 	close(ep[1]);
+	if (fin[1] >= 0)
+		close(fin[1]);
 	do {
 		n = read(ep[0], &exec_err, sizeof(exec_err));
 	} while (n < 0 && errno == EINTR);
@@ -461,12 +555,10 @@ int usft_cmd_record(int argc, char **argv)
 		exec_err = 0;	/* EOF: the program runs */
 	if (mount_dir && !exec_err)
 		mnt = usft_tracefs_automount("record", pid, mount_dir, 10000, quiet);
-	while (waitpid(pid, &status, 0) < 0) {
-		if (errno != EINTR) {
-			fprintf(stderr, "usft: waitpid: %s\n", strerror(errno));
-			usft_tracefs_autounmount(mnt);
-			return USFT_EXIT_RECORD_FAIL;
-		}
+	w = wait_prog(pid, exec_err ? -1 : fin[0], rings, &status);
+	if (w < 0) {
+		usft_tracefs_autounmount(mnt);
+		return USFT_EXIT_RECORD_FAIL;
 	}
 	usft_tracefs_autounmount(mnt);	/* before the wait for leftovers: not one of them */
 	if (exec_err) {
@@ -476,18 +568,28 @@ int usft_cmd_record(int argc, char **argv)
 		usft_out_abort(&out);
 		return exec_err == ENOENT ? USFT_EXIT_NOTFOUND : USFT_EXIT_NOEXEC;
 	}
-	usft_exit_note(pid, status);
-	wait_leftovers(argv[optind], output, quiet);
+	if (!w) {
+		usft_exit_note(pid, status);
+		w = wait_leftovers(argv[optind], output, quiet, fin[0], rings);
+	}
+	if (fin[0] >= 0)
+		close(fin[0]);
 	/* the processes that died before finishing the trace: their rings */
 	usft_rings_salvage(rings, out.direct ? NULL : usft_out_write_path(&out));
 	if (!out.direct)
 		usft_exits_write(usft_out_write_path(&out));
 	if (usft_out_commit(&out, false, &empty))
 		rc = USFT_EXIT_RECORD_FAIL;
+	else if (w)
+		rc = 0;		/* finished: PROG (or what it left) runs on */
 	else
 		rc = WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
 	if (!quiet && rc != USFT_EXIT_RECORD_FAIL)
 		usft_record_summary(&out, argv[optind], progpath, empty, !drop);
+	if (!quiet && w)
+		fprintf(stderr, "usft: the recording finished (a finish trigger); %s goes on "
+			"running%s, not waited for\n", argv[optind],
+			w && kill(pid, 0) ? " in the processes it left" : "");
 	free(filter);
 	free(notrace_list);
 	free(graph);

@@ -33,6 +33,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "cli.h"
+#include "inject.h"
 #include "ring_buffer.h"
 #include "trace_format.h"
 
@@ -433,6 +434,31 @@ static void salvage_file(int fd, const char *path, uint64_t *total)
 		return;
 	salvage_ring(fd, &r, total);
 	munmap(r.map, r.len);
+}
+
+bool usft_rings_all_ended(const char *dir)
+{
+	struct dirent *d;
+	bool ended = true;
+	DIR *dp;
+
+	if (!dir || !*dir || !(dp = opendir(dir)))
+		return true;
+	while (ended && (d = readdir(dp))) {
+		char path[PATH_MAX];
+		struct ringmap r;
+
+		if (strncmp(d->d_name, USFT_RING_FILE_PREFIX, strlen(USFT_RING_FILE_PREFIX)) ||
+		    snprintf(path, sizeof(path), "%s/%s", dir, d->d_name) >= (int)sizeof(path) ||
+		    ring_open(path, &r))
+			continue;
+		/* a live file of a process that died is salvaged at the end */
+		ended = __atomic_load_n(&r.f->state, __ATOMIC_ACQUIRE) != USFT_RING_LIVE ||
+			usft_proc_gone((pid_t)r.f->pid);
+		munmap(r.map, r.len);
+	}
+	closedir(dp);
+	return ended;
 }
 
 bool usft_rings_fd_live(int ring_fd)

@@ -21,6 +21,7 @@
  *                     kernel's "func:traceoff[:N]", "func:traceon[:N]" or
  *                     uftrace's "func@trace_on|trace_off|finish|depth=N"
  *   USFT_SIGNALS      --signal tokens: "SIG@trace_on|trace_off|finish"
+ *   USFT_FINISH_FD    "N:DEV:INO", `usft record`'s pipe: a finish says so there
  *   USFT_OUTPUT       trace file (default usft.dat), USFT_APPEND=1 keeps it
  *   USFT_BUFFER_SIZE  ring bytes per thread (K/M/G suffixes), 4K..16G;
  *                     USFT_MAX_THREADS ring slots, 4..65536 (a number out of
@@ -104,6 +105,7 @@ static void start_triggers(void)
 {
 	char why[2048];
 
+	usft_triggers_finish_fd(getenv("USFT_FINISH_FD"));
 	if (usft_triggers_start(getenv("USFT_TRIGGERS"), getenv("USFT_SIGNALS"), why, sizeof(why)))
 		fprintf(stderr, "usft: %s\n", why);
 }

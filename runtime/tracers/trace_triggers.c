@@ -16,10 +16,12 @@
  * thread, which ends the session as a control-channel STOP does (file
  * complete, every site back to its NOP): a callback or a handler cannot
  * unregister anything itself.  The thread exists only while a finish
- * trigger does.  In a forked child there is no such thread: finish there
- * only turns tracing off, and the file is finished at its exit.
+ * trigger does; a forked child starts one of its own.  Under `usft record
+ * PROG` it then tells the recorder (finish_notify()), which returns while
+ * the program goes on.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <semaphore.h>
 #include <signal.h>
@@ -27,6 +29,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <usft/ftrace_probe.h>
 #include <usft/usft.h>
 #include "trace_triggers.h"
@@ -49,6 +53,10 @@ static struct {
 
 static sem_t finish_sem;
 static int finish_state;	/* 0 idle, 1 asked (a trigger fired), 2 thread to quit */
+/* `usft record PROG`: the pipe that tells it the recording finished (-1: none) */
+static int finish_fd = -1;
+static dev_t finish_dev;
+static ino_t finish_ino;
 
 /* ---- finish -------------------------------------------------------------- */
 
@@ -64,6 +72,22 @@ static void finish_request(void)
 	errno = e;
 }
 
+/*
+ * The session ended by a finish trigger and the file is complete: one byte
+ * to `usft record`, which then returns while the program goes on (uftrace's
+ * daemon case).  Only into the pipe it handed over (a program may have
+ * closed that descriptor and opened something else under its number).
+ */
+static void finish_notify(void)
+{
+	struct stat st;
+	char b = 'f';
+
+	if (finish_fd >= 0 && !fstat(finish_fd, &st) && st.st_dev == finish_dev &&
+	    st.st_ino == finish_ino && write(finish_fd, &b, 1) < 0)
+		return;
+}
+
 static void *finish_main(void *arg)
 {
 	usft_self_begin();
@@ -74,15 +98,55 @@ static void *finish_main(void *arg)
 		/* as a control-channel STOP: this thread is gone after it */
 		usft_triggers_stop();
 		usft_tracer_end();
+		finish_notify();
 	}
 	usft_self_end();
 	return arg;
 }
 
+/*
+ * usft_triggers_finish_fd() - USFT_FINISH_FD="N:DEV:INO" (`usft record`):
+ * the write end of its pipe, moved out of the program's way (a high
+ * close-on-exec number; N is closed, so the program's numbering is its
+ * own).  Fork children keep it; an exec'd image finds N closed or another
+ * file and ignores it.
+ */
+void usft_triggers_finish_fd(const char *spec)
+{
+	unsigned long long dev, ino;
+	struct stat st;
+	int n, fd;
+
+	if (!spec || sscanf(spec, "%d:%llu:%llu", &n, &dev, &ino) != 3 || n < 0 ||
+	    fstat(n, &st) || !S_ISFIFO(st.st_mode) || st.st_dev != dev || st.st_ino != ino)
+		return;
+	fd = fcntl(n, F_DUPFD_CLOEXEC, 512);
+	if (fd < 0)
+		return;
+	close(n);
+	finish_fd = fd;
+	finish_dev = st.st_dev;
+	finish_ino = st.st_ino;
+}
+
+static int finish_thread_start(void);
+
 static void finish_atfork_child(void)
 {
+	bool any = T.finish_probe;
+
 	T.finish_thread = false;	/* the thread stayed with the parent */
 	pthread_mutex_init(&T.lock, NULL);
+	for (int s = 1; s < _NSIG && !any; s++)
+		any = T.sig_actions[s] & USFT_TRIG_FINISH;
+	/*
+	 * The child's recording (trace_record.c's handler ran first) ends by
+	 * the trigger too: a daemon() child is where a server's work runs.
+	 */
+	if (any && !__atomic_load_n(&finish_state, __ATOMIC_ACQUIRE)) {
+		sem_init(&finish_sem, 0, 0);
+		finish_thread_start();
+	}
 }
 
 static int finish_thread_start(void)

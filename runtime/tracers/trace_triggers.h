@@ -41,6 +41,8 @@ int usft_trigger_list_check(const char *list, bool signals, bool graph, char *wh
 /* trace_triggers.c (the runtime, a recording open) */
 int usft_triggers_start(const char *triggers, const char *signals, char *why, size_t wlen);
 void usft_triggers_stop(void);
+/* USFT_FINISH_FD (`usft record`): where a finish trigger says it ended */
+void usft_triggers_finish_fd(const char *spec);
 /* function_graph's depth=N: resolve (@triggers NULL: again, after dlopen), look up, free */
 int usft_graph_depth_resolve(const char *triggers);
 int usft_graph_depth_match(unsigned long ip);

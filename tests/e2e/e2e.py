@@ -502,6 +502,63 @@ def case_triggers_uftrace():
         check(rc == 2 and words in err, "%s: %d %r" % (bad, rc, err))
 
 
+def pids_with_arg(arg):
+    """the processes whose command line holds @arg"""
+    found = []
+    for d in os.listdir("/proc"):
+        try:
+            with open("/proc/%s/cmdline" % d, "rb") as f:
+                if arg.encode() in f.read().split(b"\0"):
+                    found.append(int(d))
+        except (OSError, ValueError):
+            pass
+    return found
+
+
+def case_finish_returns():
+    """FUNC@finish under `usft record PROG`: the recorder returns once the
+    recording ended (the file complete) while the program runs on, as
+    uftrace's does for a daemon: the program itself, and a daemon() child.
+    (The program's output goes to files: it keeps them open.)"""
+    def record_finish(trigger, out, prog_args):
+        path = os.path.join(ARGS.work, out)
+        with open(path + ".out", "w") as o, open(path + ".err", "w+") as e:
+            try:
+                rc = subprocess.run([ARGS.usft, "record", "-p", "function_graph", "-T", trigger,
+                                     "-o", out, "--"] + prog_args, cwd=ARGS.work,
+                                    env=harness.env(), stdout=o, stderr=e,
+                                    timeout=30).returncode
+            except subprocess.TimeoutExpired:
+                rc = "none: still waiting for the program after 30 s"
+            e.seek(0)
+            return rc, e.read()
+
+    prog = os.path.join(ARGS.work, "fin-progress")
+    rc, err = record_finish("step@finish", "fin1.dat", [tracee("crash"), "loop", "0", prog])
+    left = pids_with_arg(prog)
+    try:
+        check(rc == 0 and "recording finished" in err, "record -T step@finish: %s %s" % (rc, err))
+        check(left, "the program did not run on after the finish")
+        text = report("text", inp="fin1.dat")
+        check("main() {" in text and "step()" not in text, "finish: the trace:\n" + text)
+    finally:
+        for pid in left:
+            os.kill(pid, signal.SIGKILL)
+    rc, err = record_finish("serve@finish", "fin2.dat", [tracee("daemon"), "serve"])
+    with open(os.path.join(ARGS.work, "fin2.dat.out")) as f:
+        m = re.search(r"daemon pid (\d+)", f.read())
+    try:
+        check(rc == 0 and "recording finished" in err,
+              "record -T serve@finish of a daemon: %s %s" % (rc, err))
+        check(m and os.path.exists("/proc/%s" % m.group(1)), "the daemon does not run on")
+        text = report("text", inp="fin2.dat")
+        check(len(re.findall(r"work\(\);", text)) == 2 and "serve" not in text,
+              "finish in the daemon: the trace:\n" + text)
+    finally:
+        if m:
+            os.kill(int(m.group(1)), signal.SIGKILL)
+
+
 def case_signal_triggers():
     """--signal SIG@ACTION: the signal flips the recording, and the program's
     own handlers still run (SIGUSR2's on its alternate stack): its output is
