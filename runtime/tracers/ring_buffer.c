@@ -209,13 +209,18 @@ void usft_tbuf_prefault(struct usft_tbuf *b)
  * be writing the next lap into them.  The page holding @to stays: the
  * next pass gives it back.
  */
-void usft_tbuf_give_back(struct usft_tbuf *b, unsigned long from, unsigned long to)
-{
-	unsigned long lo = from & ~4095UL, hi = to & ~4095UL, m = b->size - 1;
-	unsigned long off, len, first;
+static unsigned long long given_back;	/* bytes given back after their write-out */
 
-	if (!ring_punch || hi <= lo || !b->data)
-		return;
+unsigned long long usft_tbuf_given_back(void)
+{
+	return __atomic_load_n(&given_back, __ATOMIC_RELAXED);
+}
+
+/* the pages of ring positions [lo, hi) (page-aligned, hi - lo <= size) go */
+static void punch(struct usft_tbuf *b, unsigned long lo, unsigned long hi)
+{
+	unsigned long m = b->size - 1, off, len, first;
+
 	off = lo & m;
 	len = hi - lo;
 	first = len < b->size - off ? len : b->size - off;
@@ -231,6 +236,16 @@ void usft_tbuf_give_back(struct usft_tbuf *b, unsigned long from, unsigned long 
 		off = 0;
 		first = len;
 	}
+}
+
+void usft_tbuf_give_back(struct usft_tbuf *b, unsigned long from, unsigned long to)
+{
+	unsigned long lo = from & ~4095UL, hi = to & ~4095UL;
+
+	if (!ring_punch || hi <= lo || !b->data)
+		return;
+	punch(b, lo, hi);
+	__atomic_add_fetch(&given_back, hi - lo, __ATOMIC_RELAXED);
 }
 
 /*
@@ -521,7 +536,7 @@ void usft_tbuf_release(struct usft_tbuf *b)
 		 * Pages go back: the next thread starts at position 0 with
 		 * nothing of this one's left but a first page made ready.
 		 */
-		usft_tbuf_give_back(b, 0, b->size);
+		punch(b, 0, b->size);
 		b->populated = ring_file && populate(b, 0, FIRST_CHUNK) ? 0 : FIRST_CHUNK;
 	}
 	__atomic_store_n(&b->state, TBUF_FREE, __ATOMIC_RELEASE);

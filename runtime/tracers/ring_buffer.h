@@ -343,6 +343,8 @@ void usft_tbuf_prefault(struct usft_tbuf *b);	/* consumer: ring pages ahead */
 #define USFT_RING_KEEP_DEFAULT	(64UL << 20)
 /* consumer: ring positions [from, to) are written out (consumed still @from) */
 void usft_tbuf_give_back(struct usft_tbuf *b, unsigned long from, unsigned long to);
+/* bytes usft_tbuf_give_back() gave back so far (the END chunk says them) */
+unsigned long long usft_tbuf_given_back(void);
 void usft_tbuf_prepare_free(void);		/* writer: free slots' first page */
 void usft_tbuf_atfork_child(void);
 unsigned long usft_tbuf_no_slot(void);	/* events dropped: no slot for the thread */

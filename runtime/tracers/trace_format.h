@@ -42,7 +42,7 @@ enum usft_chunk_type {
 	USFT_CHUNK_TASK = 3,	/* tid; payload = thread name (NUL padded) */
 	USFT_CHUNK_SYMS = 4,	/* struct usft_sym_rec records */
 	USFT_CHUNK_PROFILE = 5,	/* struct usft_prof_rec records */
-	USFT_CHUNK_END = 6,	/* text lines: events, lost, threads */
+	USFT_CHUNK_END = 6,	/* text lines: events, lost, threads, drained_bytes, ... */
 	/*
 	 * arg = lo; payload = one uint64_t, hi: the object mapped at [lo, hi)
 	 * is gone (dlclose).  SYMS given before this chunk for addresses in

@@ -74,6 +74,7 @@ static struct {
 	pthread_cond_t wake;
 	unsigned long long events, lost;
 	unsigned long long drained;	/* ring bytes written out (the writer's pace) */
+	unsigned long long drained0, given0;	/* drained, given back: at the session's start */
 	unsigned long fullest;		/* most bytes one ring held in this pass */
 	/* address -> name cache, open addressing */
 	struct sym_ent *syms;
@@ -720,8 +721,11 @@ static void snapshot(bool final)
 		free(o.buf);
 		flush_syms();
 	}
-	snprintf(text, sizeof(text), "events=%llu\nlost=%llu\nno_slot=%lu\nthreads=%zu\n",
-		 S.events, S.lost, usft_tbuf_no_slot(), S.ntasks);
+	/* the ring bytes written out, and of them those given back (large rings) */
+	snprintf(text, sizeof(text), "events=%llu\nlost=%llu\nno_slot=%lu\nthreads=%zu\n"
+		 "drained_bytes=%llu\ngiven_back_bytes=%llu\n", S.events, S.lost,
+		 usft_tbuf_no_slot(), S.ntasks, S.drained - S.drained0,
+		 usft_tbuf_given_back() - S.given0);
 	write_text_chunk(USFT_CHUNK_END, text);
 }
 
@@ -930,6 +934,8 @@ static void atfork_child(void)
 	usft_tbuf_atfork_child();
 	usft_profile_reset();
 	session_reset_writer_state();
+	S.drained0 = S.drained;
+	S.given0 = usft_tbuf_given_back();
 	write_session(ppid);
 	start_writer();
 	usft_self_end();
@@ -1053,6 +1059,8 @@ static int tracer_start(const struct usft_trace_opts *o)
 			return ret;
 	}
 	usft_tbuf_ring_live();	/* a later session of an attached process */
+	S.drained0 = S.drained;
+	S.given0 = usft_tbuf_given_back();
 	flags = O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | (o->append ? 0 : O_TRUNC);
 	S.fd = open(S.output, flags, 0600);	/* traces can hold sensitive data */
 	if (S.fd < 0)
