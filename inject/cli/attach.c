@@ -257,6 +257,8 @@ static int ctl_request_fd(int fd, int op, const char *text, char **out, int *rfd
 			status = -EPROTO;
 			break;
 		}
+		if (h.op == USFT_CTL_ENDED)
+			continue;	/* unasked (a finish ended the recording): not the reply */
 		if (len + h.len + 1 > cap) {
 			/* doubling: a 1 MiB trace_pipe reply is 16 packets */
 			size_t want = cap * 2 > len + h.len + 1 ? cap * 2 : len + h.len + 1;
@@ -668,6 +670,21 @@ static bool record_ended(pid_t pid, int pidfd, int ring_fd)
 	return usft_proc_gone(pid);
 }
 
+/*
+ * Something to read on the connection while recording, no hang-up: the
+ * runtime's word that a finish trigger ended the recording (USFT_CTL_ENDED).
+ * Return: 1 it is, 0 anything else (dropped), -1 the connection closed.
+ */
+static int ctl_ended(int fd)
+{
+	struct usft_ctl_hdr h;
+	ssize_t n = recv(fd, &h, sizeof(h), MSG_DONTWAIT | MSG_TRUNC);
+
+	if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+		return -1;
+	return n >= (ssize_t)sizeof(h) && h.magic == USFT_CTL_MAGIC && h.op == USFT_CTL_ENDED;
+}
+
 /* the file renamed into place, the summary; Return: @rc or a failure */
 static int finish_record(struct usft_out *out, const struct usft_target *t, bool quiet, int rc)
 {
@@ -810,7 +827,16 @@ int usft_record_pid(const char *arg, const struct usft_record_args *a)
 	while (!record_stop && (!end_ms || ms_now() < end_ms)) {
 		struct pollfd p = { fd, POLLIN, 0 };
 
-		if (poll(&p, 1, 50) > 0 && (p.revents & (POLLHUP | POLLERR | POLLIN))) {
+		if (poll(&p, 1, 50) > 0 && !(p.revents & (POLLHUP | POLLERR)) &&
+		    (p.revents & POLLIN)) {
+			int e = ctl_ended(fd);
+
+			if (e > 0)
+				break;	/* a finish: STOP answers "not recording", then detach */
+			if (!e)
+				continue;
+		}
+		if (p.revents & (POLLHUP | POLLERR | POLLIN)) {
 			/* the process is gone (its exit finished the file), or it
 			 * called exec: the new image is not traced */
 			close(fd);

@@ -881,8 +881,16 @@ static void *ctl_main(void *arg)
 		if (p[1].revents) {
 			char b = 0;
 
-			if (read(C.wake[0], &b, 1) != 1 || b != 'r')
+			if (read(C.wake[0], &b, 1) != 1 || (b != 'r' && b != 'e'))
 				break;
+			if (b == 'e') {
+				/* a finish trigger ended the recording: its owner hears it now */
+				pthread_mutex_lock(&C.lock);
+				if (C.owner >= 0 && !usft_tracer_active())
+					send_packet(C.owner, USFT_CTL_ENDED, 0, 0, "finish", 6);
+				pthread_mutex_unlock(&C.lock);
+				continue;
+			}
 			/* an exec that failed: the socket again (usft_control_exec()) */
 			pthread_mutex_lock(&C.lock);
 			{
@@ -1087,6 +1095,20 @@ void usft_control_exec(bool begin)
 		unlink(C.path);
 	else if (write(C.wake[1], &b, 1) != 1)
 		return;		/* unreachable until attached again, as after an exec */
+}
+
+/*
+ * usft_control_session_ended() - a finish trigger's thread ended the
+ * recording: the server thread tells the client that started it (no lock
+ * here: a request may hold C.lock while it waits for the session).
+ */
+void usft_control_session_ended(void)
+{
+	char b = 'e';
+
+	if (!__atomic_load_n(&C.running, __ATOMIC_ACQUIRE) || C.pid != getpid() ||
+	    write(C.wake[1], &b, 1) != 1)
+		return;
 }
 
 /* the preload shim, under `usft record`: remember its choices for READ */

@@ -73,6 +73,13 @@ enum usft_ctl_op {
 	 */
 	USFT_CTL_PIPE_WAIT = 12,
 	USFT_CTL_NR_OPS,
+	/*
+	 * Not a request: one packet the server sends unasked to the client
+	 * that STARTed with detach_on_close, when the recording ended inside
+	 * the process (a finish trigger); text "finish".  Clients skip it
+	 * while they wait for a reply.
+	 */
+	USFT_CTL_ENDED = 0x100,
 };
 
 /*

@@ -99,6 +99,7 @@ static void *finish_main(void *arg)
 		usft_triggers_stop();
 		usft_tracer_end();
 		finish_notify();
+		usft_control_session_ended();
 	}
 	usft_self_end();
 	return arg;

@@ -84,6 +84,8 @@ const char *usft_tracer_name(void);	/* the session's tracer, "nop" when none */
 int usft_control_start(void);
 void usft_control_exit(void);
 void usft_control_exec(bool begin);	/* around an exec: the socket goes, and back if it failed */
+/* a finish trigger ended the recording: its `usft record -P` is told (USFT_CTL_ENDED) */
+void usft_control_session_ended(void);
 void usft_control_set_conf(const struct usft_trace_opts *o);
 /* called by a DETACH request before its reply (the shim: GOT entries back), or NULL */
 extern void (*usft_control_detach_hook)(void);

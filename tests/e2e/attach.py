@@ -135,7 +135,8 @@ def case_record_triggers():
     """record -P carries -N, -A, -T and --signal over the control channel: the
     attached runtime applies them (depth=N cuts mix below work, -N drops
     blocked_sum, -A shows checksum's n); after the detach no hook is left
-    (SigCgt as before); a finish trigger ends the recording in the process;
+    (SigCgt as before); a finish trigger ends the recording in the process,
+    and record -P returns then;
     a value that does not parse is refused at WRITE."""
     srv = Server()
     try:
@@ -166,8 +167,9 @@ def case_record_triggers():
         usr2 = 1 << (signal.SIGUSR2 - 1)
         check(int(status_field(srv.pid, "SigCgt"), 16) & usr2 == int(caught, 16) & usr2,
               "SIGUSR2 hook left: SigCgt %s, was %s" % (status_field(srv.pid, "SigCgt"), caught))
+        # no --duration: the runtime's word that the finish ended it ends the wait
         rc, out, err = usft("record", "-P", srv.pid, "-p", "function_graph", "-l", "work",
-                            "-T", "work@finish", "--duration", "0.2", "-o", "f.dat")
+                            "-T", "work@finish", "-o", "f.dat", timeout=60)
         check(rc == 0 and "had ended there" in err, "finish over -P (%d): %s" % (rc, err))
         check(read_text(srv.pid) == before, "text differs after finish")
         rc, out, err = usft("attach", srv.pid)
