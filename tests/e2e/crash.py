@@ -290,7 +290,7 @@ def case_attach_crash_safe():
     seed = int(os.environ.get("USFT_CRASH_SEED", str(int(time.time()))))
     rnd = random.Random(seed)
     print("seed %d (USFT_CRASH_SEED=%d repeats this run)" % (seed, seed))
-    runs = int(os.environ.get("USFT_ATTACH_CRASH_RUNS", "20"))
+    runs = int(os.environ.get("USFT_ATTACH_CRASH_RUNS", "12"))
     early = kernel_at_least(6, 15)
     modes = {}
     for i in range(runs):
