@@ -447,14 +447,13 @@ static char *keep_text(struct usft_trace *t, uint32_t seq, const uint64_t *w, si
 	return v->text;
 }
 
+/*
+ * Asked once per event by the JSON writer: constant time (a scan of the
+ * sessions here made a file of 70,000 processes quadratic to print).
+ */
 bool usft_trace_has_values(const struct usft_trace *t)
 {
-	if (t->nvals)
-		return true;
-	for (size_t i = 0; t->index && i < t->nsess; i++)
-		if (t->sess[i].values)
-			return true;
-	return false;
+	return t->nvals || (t->index && t->sess_values);
 }
 
 const char *usft_trace_values(const struct usft_trace *t, const struct usft_revent *e,
@@ -779,6 +778,7 @@ static int read_chunks(int fd, struct usft_trace *t, enum read_mode mode)
 				break;
 			}
 			parse_session(s, buf, h.size);
+			t->sess_values |= s->values;
 			s->text = dupn(buf, strnlen(buf, h.size));
 			continue;
 		}

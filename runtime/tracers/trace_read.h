@@ -126,6 +126,7 @@ struct usft_trace {
 	bool sorted;
 	/* usft_trace_open(): events stay in the file, read by an iterator */
 	struct usft_rindex *index;
+	bool sess_values;	/* a SESSION says values=1 (usft_trace_has_values()) */
 };
 
 /**
