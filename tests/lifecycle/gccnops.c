@@ -23,7 +23,16 @@
 __attribute__((aligned(16))) TRACEE long gn_self0(long x) { TRACEE_BODY(); return x + 100; }
 __attribute__((aligned(16))) TRACEE long gn_self1(long x) { TRACEE_BODY(); return x + 200; }
 
-#define NOP5 "\x0f\x1f\x44\x00\x00"
+/*
+ * a 5-byte NOP, nopl disp8(%rax,%rax,1): gcc's runs become 0f 1f 44 00 00,
+ * clang emits 0f 1f 44 00 08 itself
+ */
+static int is_nop5(const void *fn)
+{
+	const unsigned char *p = fn;
+
+	return !memcmp(p, "\x0f\x1f\x44\x00", 4) && (p[4] == 0x00 || p[4] == 0x08);
+}
 
 static long (*volatile fns[4])(long);
 static long adds[4];
@@ -105,7 +114,7 @@ static int own_nops(void)
 	int ret;
 
 	/* no usft call yet (tc_is_nop5() would initialise): the constructor did this */
-	if (memcmp((const void *)gn_self0, NOP5, 5) || memcmp((const void *)gn_self1, NOP5, 5))
+	if (!is_nop5((const void *)gn_self0) || !is_nop5((const void *)gn_self1))
 		return 10;
 	fns[0] = gn_self0;
 	adds[0] = 100;
