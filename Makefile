@@ -32,7 +32,7 @@ USFT_SKIP_DEPS ?= 0
 DEPS := libelf-dev libdw-dev libunwind-dev liburcu-dev libcriterion-dev \
 	pkg-config cmake ninja-build gcc g++ clang make libcapstone-dev \
 	libclang-rt-14-dev python3 uftrace gnuplot-nox linux-source-6.1 \
-	libtracecmd-dev trace-cmd fonts-dejavu-core \
+	libtracecmd-dev libtracefs-dev libtraceevent-dev trace-cmd fonts-dejavu-core \
 	libfuse3-dev fuse3
 
 BUILD_DIR := build
