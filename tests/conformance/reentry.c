@@ -159,6 +159,13 @@ Test(reentry, update_call_from_a_handler_that_interrupted_one_is_refused, .timeo
  * A timer storm whose handler registers and unregisters while the thread it
  * interrupts does the same: every handler call is done or refused with
  * -EDEADLK, the runtime stays alive and every site ends disabled.
+ *
+ * The timer is one-shot, re-armed by the loop with a varying delay of up to
+ * a few hundred microseconds, so each signal lands at a different point of
+ * the update calls.  A periodic timer whose period is shorter than the
+ * handler's own register+unregister (which it is under ASan on a slow
+ * machine) re-fires as each handler returns and starves the loop: the test
+ * then timed out without any fault in usft.
  */
 static atomic_int storm_ok, storm_refused, storm_bad;
 
@@ -186,8 +193,9 @@ Test(reentry, handler_storm_during_updates_keeps_the_runtime_alive, .timeout = 6
 {
 	static struct tc_counter c;
 	struct sigaction sa = { .sa_handler = storm_handler };
-	struct itimerval it = { { 0, 200 }, { 0, 200 } };
+	struct itimerval it = { { 0, 0 }, { 0, 0 } };
 	struct usft_stats st = { .sz = sizeof(st) };
+	unsigned int seed = 1;
 
 	cr_assert_eq(usft_init(), 0);
 	cr_assert_eq(ftrace_set_filter_ip(&other_ops, ftrace_location((unsigned long)re_other), 0,
@@ -198,8 +206,11 @@ Test(reentry, handler_storm_during_updates_keeps_the_runtime_alive, .timeout = 6
 	sigemptyset(&sa.sa_mask);
 	sa.sa_flags = SA_RESTART;
 	cr_assert_eq(sigaction(SIGALRM, &sa, NULL), 0);
-	cr_assert_eq(setitimer(ITIMER_REAL, &it, NULL), 0);
 	for (int i = 0; i < 300 || !atomic_load(&storm_refused); i++) {
+		/* 1..400 us from now: somewhere inside the calls below */
+		seed = seed * 1103515245u + 12345u;
+		it.it_value.tv_usec = 1 + (seed >> 16) % 400;
+		cr_assert_eq(setitimer(ITIMER_REAL, &it, NULL), 0);
 		cr_assert_eq(register_ftrace_function(&c.ops), 0);
 		re_func(1);
 		cr_assert_eq(unregister_ftrace_function(&c.ops), 0);
