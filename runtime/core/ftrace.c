@@ -1347,6 +1347,68 @@ void ftrace_object_enable(struct usft_object *obj)
 		ftrace_run_update_code(FTRACE_UPDATE_CALLS);
 }
 
+/*
+ * Ops whose hashes a dlclose() cleans whether they are registered or not
+ * (usft_track_ops_hashes()): the kernel's clear_mod_from_hashes() walks
+ * every trace array's ops, not only those on ftrace_ops_list.  ftrace_lock.
+ */
+static struct ftrace_ops **tracked_ops;
+static size_t nr_tracked, tracked_cap;
+static void (*unload_hook)(unsigned long lo, unsigned long hi);
+
+USFT_API int usft_track_ops_hashes(struct ftrace_ops *ops, bool track)
+{
+	int ret = 0;
+	size_t i;
+
+	if (!ops)
+		return usft_err(-EINVAL);
+	pthread_mutex_lock(&ftrace_lock);
+	for (i = 0; i < nr_tracked && tracked_ops[i] != ops; i++)
+		;
+	if (!track) {
+		if (i < nr_tracked)
+			tracked_ops[i] = tracked_ops[--nr_tracked];
+	} else if (i == nr_tracked) {
+		if (nr_tracked == tracked_cap) {
+			size_t cap = tracked_cap ? 2 * tracked_cap : 16;
+			struct ftrace_ops **n = realloc(tracked_ops, cap * sizeof(*n));
+
+			if (!n)
+				ret = -ENOMEM;
+			else {
+				tracked_ops = n;
+				tracked_cap = cap;
+			}
+		}
+		if (!ret)
+			tracked_ops[nr_tracked++] = ops;
+	}
+	pthread_mutex_unlock(&ftrace_lock);
+	return usft_err(ret);
+}
+
+USFT_API void usft_set_unload_hook(void (*hook)(unsigned long lo, unsigned long hi))
+{
+	pthread_mutex_lock(&ftrace_lock);
+	unload_hook = hook;
+	pthread_mutex_unlock(&ftrace_lock);
+}
+
+static void clear_ip_from_ops(struct ftrace_ops *op, unsigned long ip)
+{
+	struct ftrace_func_entry *e;
+
+	if (!op->func_hash)
+		return;
+	e = ftrace_lookup_ip(op->func_hash->filter_hash, ip);
+	if (e)
+		WRITE_ONCE(e->ip, 0);
+	e = ftrace_lookup_ip(op->func_hash->notrace_hash, ip);
+	if (e)
+		WRITE_ONCE(e->ip, 0);
+}
+
 /* kernel clear_mod_from_hashes(): never let these ips match again */
 void ftrace_object_release_hashes(struct usft_object *obj)
 {
@@ -1360,18 +1422,14 @@ void ftrace_object_release_hashes(struct usft_object *obj)
 		for (int i = 0; i < pg->index; i++) {
 			unsigned long ip = pg->records[i].ip;
 
-			for (op = ftrace_ops_list; op != &ftrace_list_end; op = op->next) {
-				struct ftrace_func_entry *e;
-
-				e = ftrace_lookup_ip(op->func_hash->filter_hash, ip);
-				if (e)
-					WRITE_ONCE(e->ip, 0);
-				e = ftrace_lookup_ip(op->func_hash->notrace_hash, ip);
-				if (e)
-					WRITE_ONCE(e->ip, 0);
-			}
+			for (op = ftrace_ops_list; op != &ftrace_list_end; op = op->next)
+				clear_ip_from_ops(op, ip);
+			for (size_t k = 0; k < nr_tracked; k++)
+				clear_ip_from_ops(tracked_ops[k], ip);
 		}
 	}
+	if (unload_hook)
+		unload_hook(obj->text_lo, obj->text_hi);
 }
 
 /* ---- the list walk's snapshot ------------------------------------------ */

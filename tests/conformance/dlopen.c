@@ -211,3 +211,56 @@ Test(dlopen, object_loaded_under_all_functions_ops_is_traced)
 	expect_nop5(f.add);
 	fixture_close(&f);
 }
+
+static unsigned long unload_lo, unload_hi;
+
+static void note_unload(unsigned long lo, unsigned long hi)
+{
+	unload_lo = lo;
+	unload_hi = hi;
+}
+
+/*
+ * kernel clear_mod_from_hashes(): the hashes of an ops that is not
+ * registered but tracked (a trace array's) lose the unloaded object's ips,
+ * so the object loaded again (at the same address, as mmap reuses the gap)
+ * is not selected by the old entries; the unload hook names its text.
+ */
+Test(dlopen, dlclose_cleans_tracked_unregistered_ops)
+{
+	static struct tc_counter c;
+	struct fixture f;
+	unsigned long old_add;
+	char *text = NULL;
+	size_t len = 0;
+	FILE *m;
+
+	cr_assert_eq(usft_init(), 0);
+	cr_assert_eq(usft_track_ops_hashes(NULL, true), -EINVAL);
+	fixture_open(&f);
+	old_add = (unsigned long)f.add;
+	tc_counter_init(&c, 0);
+	cr_assert_eq(usft_track_ops_hashes(&c.ops, true), 0);
+	cr_assert_eq(usft_track_ops_hashes(&c.ops, true), 0);	/* once is enough */
+	usft_set_unload_hook(note_unload);
+	cr_assert_eq(tc_set_filter(&c.ops, "cf_dlfix_add", 1), 0);
+	fixture_close(&f);
+	cr_assert(unload_lo <= old_add && old_add < unload_hi, "hook: [%#lx, %#lx) for %#lx",
+		  unload_lo, unload_hi, old_add);
+
+	fixture_open(&f);
+	m = open_memstream(&text, &len);
+	cr_assert_not_null(m);
+	cr_assert_eq(usft_print_ops_hash(m, &c.ops, 0), 0, "old entry selects the new object");
+	fclose(m);
+	cr_assert_eq(len, 0, "filter reads %s", text);
+	free(text);
+	/* the cleared entry keeps the filter selecting nothing */
+	cr_assert_eq(register_ftrace_function(&c.ops), 0);
+	cr_assert_eq(f.add(1, 2), 3);
+	cr_assert_eq(tc_count(&c), 0);
+	cr_assert_eq(unregister_ftrace_function(&c.ops), 0);
+	usft_set_unload_hook(NULL);
+	cr_assert_eq(usft_track_ops_hashes(&c.ops, false), 0);
+	fixture_close(&f);
+}

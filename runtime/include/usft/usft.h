@@ -234,6 +234,27 @@ USFT_API int usft_ftrace_set_regex_mod(struct ftrace_ops *ops, unsigned char *bu
 				       int reset, int enable, bool cached);
 
 /**
+ * usft_track_ops_hashes() - with @track set, every dlclose() clears the
+ * functions of the object it unloads from @ops' filter and notrace hashes
+ * also while @ops is not registered (the kernel's clear_mod_from_hashes()
+ * walks every trace array's ops), so that an object loaded later at the
+ * same address is not selected by entries naming the old one; the entries
+ * stay, with address 0, as for a registered ops.  With @track clear, @ops
+ * is forgotten: call it before @ops is freed.
+ * Return: 0; -EINVAL NULL @ops; -ENOMEM.
+ */
+USFT_API int usft_track_ops_hashes(struct ftrace_ops *ops, bool track);
+
+/**
+ * usft_set_unload_hook() - have @hook(lo, hi) called when a dlclose()
+ * unloads the object whose text is [lo, hi), after the hashes were cleared,
+ * with ftrace_lock held and before any other object can be loaded there:
+ * for the ips a user keeps outside ftrace hashes.  @hook must not call into
+ * usft (the loaded objects' list is write-locked).  NULL: none.
+ */
+USFT_API void usft_set_unload_hook(void (*hook)(unsigned long lo, unsigned long hi));
+
+/**
  * usft_module_exists() - is an object of "module" name @name (the name
  * available_filter_functions prints in brackets, "main" for the program)
  * loaded?  The kernel's module_exists(), which decides whether a ":mod:"
