@@ -28,6 +28,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -172,6 +173,15 @@ static int nr_cpus = 1;
 static int graph_max_depth;
 static struct ftrace_ops graph_fn_ops, graph_notrace_ops;	/* never registered: hashes */
 static struct ta_set *graph_fn_set, *graph_nt_set;
+/*
+ * A dlclose() (any thread, ftrace_lock held) takes the unloaded object's
+ * ips out of the published graph sets in place (ta_unloaded()); set_lock
+ * keeps a retired set from being freed under it, unload_gen tells a
+ * set_graph_* write that raced with it to build its set again.
+ */
+static pthread_mutex_t set_lock = PTHREAD_MUTEX_INITIALIZER;
+static unsigned long unload_gen;
+static void ta_unloaded(unsigned long lo, unsigned long hi);
 static __thread int graph_start __attribute__((tls_model("initial-exec")));
 static __thread int graph_nt_depth __attribute__((tls_model("initial-exec")));
 
@@ -483,11 +493,16 @@ static int ta_setup(struct trace_array *tr, const char *name)
 	usft_tid_init();
 	snprintf(tr->name, sizeof(tr->name), "%s", name);
 	ta_init_defaults(tr);
+	/* a dlclose() cleans the filters of a tracer not running too */
+	if (usft_track_ops_hashes(&tr->ops, true) || usft_track_ops_hashes(&tr->gops.ops, true)) {
+		usft_track_ops_hashes(&tr->ops, false);
+		return -ENOMEM;
+	}
 	tr->ring.ents = mmap(NULL, TA_MAX_ENTS * sizeof(struct ta_ent), PROT_READ | PROT_WRITE,
 			     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (tr->ring.ents == MAP_FAILED) {
 		tr->ring.ents = NULL;
-		return -ENOMEM;
+		goto untrack;
 	}
 	tr->marks = calloc(TA_MARKS, sizeof(*tr->marks));
 	tr->stacks = usft_stack_store_new();
@@ -498,7 +513,7 @@ static int ta_setup(struct trace_array *tr, const char *name)
 		tr->stacks = NULL;
 		munmap(tr->ring.ents, TA_MAX_ENTS * sizeof(struct ta_ent));
 		tr->ring.ents = NULL;
-		return -ENOMEM;
+		goto untrack;
 	}
 	tr->ring.mask = ring_entries(tr->buffer_kb) - 1;
 	tr->ops.func = ta_function_call;
@@ -506,10 +521,19 @@ static int ta_setup(struct trace_array *tr, const char *name)
 	tr->gops.entryfunc = ta_graph_entry;
 	tr->gops.retfunc = ta_graph_return;
 	tr->gops.private = tr;
+	if (tr == &top) {
+		usft_track_ops_hashes(&graph_fn_ops, true);
+		usft_track_ops_hashes(&graph_notrace_ops, true);
+		usft_set_unload_hook(ta_unloaded);
+	}
 	tr->ready = true;
 	usft_tr_ops_install();
 	usft_trace_events_init();
 	return 0;
+untrack:
+	usft_track_ops_hashes(&tr->ops, false);
+	usft_track_ops_hashes(&tr->gops.ops, false);
+	return -ENOMEM;
 }
 
 static struct trace_array *ta_top(void)
@@ -522,12 +546,49 @@ static struct trace_array *ta_top(void)
 /* the sets nothing can read any more (no ops of @tr registered) */
 static void free_retired(struct ta_set **list)
 {
+	pthread_mutex_lock(&set_lock);
 	while (*list) {
 		struct ta_set *s = *list;
 
 		*list = s->old;
 		free(s);
 	}
+	pthread_mutex_unlock(&set_lock);
+}
+
+/*
+ * Take [lo, hi) out of a published set without replacing it: a callback
+ * may be searching it.  The entries in range are contiguous; each becomes
+ * the entry before them (0 at the start), in ascending order, so the array
+ * is sorted at every moment and a search for any value outside [lo, hi)
+ * answers as before.
+ */
+static void set_drop_range(struct ta_set *s, unsigned long lo, unsigned long hi)
+{
+	size_t i = 0;
+	unsigned long v;
+
+	while (i < s->n && s->v[i] < lo)
+		i++;
+	v = i ? s->v[i - 1] : 0;
+	for (; i < s->n && s->v[i] < hi; i++)
+		__atomic_store_n(&s->v[i], v, __ATOMIC_RELAXED);
+}
+
+/* usft_set_unload_hook(): [lo, hi) was an object's text, now unloaded */
+static void ta_unloaded(unsigned long lo, unsigned long hi)
+{
+	struct ta_set *s;
+
+	pthread_mutex_lock(&set_lock);
+	__atomic_add_fetch(&unload_gen, 1, __ATOMIC_ACQ_REL);
+	s = __atomic_load_n(&graph_fn_set, __ATOMIC_ACQUIRE);
+	if (s)
+		set_drop_range(s, lo, hi);
+	s = __atomic_load_n(&graph_nt_set, __ATOMIC_ACQUIRE);
+	if (s)
+		set_drop_range(s, lo, hi);
+	pthread_mutex_unlock(&set_lock);
 }
 
 static void publish_set(struct ta_set **slot, struct ta_set *s, struct ta_set **retired)
@@ -623,6 +684,8 @@ int usft_tracefs_rmdir(const char *name, char *why, size_t wlen)
 	usft_trace_events_remove(tr);
 	ftrace_free_filter(&tr->ops);
 	ftrace_free_filter(&tr->gops.ops);
+	usft_track_ops_hashes(&tr->ops, false);
+	usft_track_ops_hashes(&tr->gops.ops, false);
 	/* no callback of tr runs any more: its ops are unregistered */
 	munmap(tr->ring.ents, TA_MAX_ENTS * sizeof(struct ta_ent));
 	free(tr->pids);
@@ -1731,11 +1794,19 @@ static int write_graph_set(struct ftrace_ops *hops, struct ta_set **slot, const 
 	ips = malloc(65536 * sizeof(*ips));
 	if (!ips)
 		return -ENOMEM;
-	n = (int)ops_hash_ips(hops, ips, 65536);
-	if (n > 0)
-		s = set_make(ips, (size_t)n);
+	for (;;) {
+		unsigned long gen = __atomic_load_n(&unload_gen, __ATOMIC_ACQUIRE);
+
+		s = NULL;
+		n = (int)ops_hash_ips(hops, ips, 65536);
+		if (n > 0)
+			s = set_make(ips, (size_t)n);
+		publish_set(slot, s, &top.retired);
+		/* a dlclose() meanwhile may have missed this set: build it again */
+		if (__atomic_load_n(&unload_gen, __ATOMIC_ACQUIRE) == gen)
+			break;
+	}
 	free(ips);
-	publish_set(slot, s, &top.retired);
 	return 0;
 }
 

@@ -231,7 +231,10 @@ int usft_stack_tracer_write(const char *file, const char *v, size_t len, bool ap
 	for (size_t i = 0; copy[i]; i++)
 		if (copy[i] == '\n' || copy[i] == '\t')
 			copy[i] = ' ';
-	ret = ftrace_set_filter(&stack_trace_ops, (unsigned char *)copy, -1, !append);
+	/* a dlclose() cleans it also while the stack tracer is off */
+	ret = usft_track_ops_hashes(&stack_trace_ops, true);
+	if (!ret)
+		ret = ftrace_set_filter(&stack_trace_ops, (unsigned char *)copy, -1, !append);
 	if (ret)
 		snprintf(why, wlen, ret == -EINVAL ? "'%.200s' matches no function (see "
 			 "available_filter_functions)" : "%.200s: %s", copy, strerror(-ret));

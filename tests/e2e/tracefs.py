@@ -19,6 +19,9 @@ tracefs.py CASE --usft PATH --tracees DIR --work DIR [--toykernel PATH]
   mod          ':mod:' filters for an object not loaded yet are cached (read
                back, the notrace side, an instance, '!' and '>' drop them),
                select nothing meanwhile, and apply when dlopen() loads it
+  unload       dlclose() clears the object's functions from every filter
+               (instances, no tracer running, graph and stack filters), so the
+               object loaded again at the same address is not selected
   automount    record --mount, record -P --mount, attach --mount: mounted
                once the runtime answers, unmounted when the recording ends
                or on detach (which leaves no tracer registered)
@@ -892,9 +895,78 @@ def case_mod():
     t.finish()
 
 
+def plugin_addrs(m):
+    """the plugin's functions in available_filter_functions_addrs: {name: address}"""
+    return {l.split()[1]: l.split()[0] for l in m.read("available_filter_functions_addrs").splitlines()
+            if "libtracee-plugin" in l}
+
+
+def case_unload():
+    """kernel clear_mod_from_hashes(): a dlclose() takes the unloaded object's
+    functions out of every array's filters, registered or not, so an object
+    loaded again at the same address is not selected by them"""
+    d = mount_dir("unload")
+    t = ModLoad(d)
+    m = Mounted(d)
+    plug = "libtracee-plugin"
+    try:
+        check(t.ask("load") == "loaded 21", "load the plugin")
+        first = plugin_addrs(m)
+        check(first, "the plugin's functions are listed")
+        # no tracer runs: every ops holding these hashes is unregistered
+        os.mkdir(m.path("instances/u"))
+        m.ok("instances/u/set_ftrace_filter", "plugin_entry\n")
+        m.ok("instances/u/set_ftrace_notrace", "plugin_helper\n")
+        m.ok("set_ftrace_filter", "plugin_helper\n")
+        m.ok("set_ftrace_notrace", "plugin_entry\n")
+        m.ok("set_graph_function", "plugin_entry main_work\n")
+        m.ok("set_graph_notrace", "plugin_helper\n")
+        m.ok("stack_trace_filter", "plugin_entry\n")
+        check(m.read("instances/u/set_ftrace_filter") == "plugin_entry [%s]\n" % plug,
+              "instance filter before the unload")
+        # the same object again, at the same address (mmap reuses the gap)
+        for _ in range(8):
+            check(t.ask("unload") == "unloaded", "unload")
+            check(t.ask("load") == "loaded 21", "load the plugin again")
+            if plugin_addrs(m) == first:
+                break
+        check(plugin_addrs(m) == first, "the plugin never came back at %s" % first)
+        want = {"instances/u/set_ftrace_filter": "#### all functions enabled ####\n",
+                "instances/u/set_ftrace_notrace": "",
+                "set_ftrace_filter": "#### all functions enabled ####\n",
+                "set_ftrace_notrace": "",
+                "set_graph_function": "main_work\n",
+                "set_graph_notrace": "",
+                "stack_trace_filter": "#### all functions enabled ####\n"}
+        for f, w in want.items():
+            got = m.read(f)
+            if w == "":
+                check(plug not in got, "%s names the unloaded object's function: %r" % (f, got))
+            else:
+                check(got == w, "%s after dlclose+dlopen: %r, want %r" % (f, got, w))
+        # the callbacks' graph set too: plugin_entry is not a graph function any more
+        with open(m.path("set_ftrace_filter"), "w"):
+            pass
+        with open(m.path("trace"), "w"):
+            pass
+        m.ok("current_tracer", "function_graph\n")
+        check(t.ask("call") == "call 31", "call the plugin")
+        check(t.ask("main") == "main 2", "main_work")
+        text = m.read("trace")
+        m.ok("current_tracer", "nop\n")
+        check("main_work" in text, "main_work traced under function_graph: %r" % text[-2000:])
+        check("plugin_entry" not in text, "the unloaded plugin_entry's graph entry matched "
+              "the new one: %r" % text[-2000:])
+        os.rmdir(m.path("instances/u"))
+        check(t.ask("unload") == "unloaded", "unload")
+    finally:
+        m.umount()
+    t.finish()
+
+
 CASES = {"files": case_files, "pipe": case_pipe, "instances": case_instances, "stack": case_stack,
          "concurrency": case_concurrency, "death": case_death, "automount": case_automount,
-         "mod": case_mod}
+         "mod": case_mod, "unload": case_unload}
 
 
 def needs():
