@@ -107,10 +107,23 @@ static struct {
 	struct fuse_pollhandle *polls[64];
 	char poll_path[64][PATH_MAX];
 	bool unmounted;
+	/*
+	 * Text a trace_pipe reader closed without taking (it was consumed in
+	 * the process for that reader's read): the next read of the same
+	 * trace_pipe gets it first, so a close loses nothing.
+	 */
+	pthread_mutex_t left_lock;
+	struct left {
+		struct left *next;
+		char path[PATH_MAX];	/* the trace_pipe file */
+		char *text;
+		size_t len;
+	} *left;
 } M = {
 	.fd = -1,
 	.lock = PTHREAD_MUTEX_INITIALIZER,
 	.poll_lock = PTHREAD_MUTEX_INITIALIZER,
+	.left_lock = PTHREAD_MUTEX_INITIALIZER,
 };
 
 /* one request; Return: status (ENODEV once the process is gone) */
@@ -475,6 +488,93 @@ static int fs_readdir(const char *path, void *buf, fuse_fill_dir_t fill, off_t o
 	return 0;
 }
 
+/* keep @len bytes of @text, not read, for the next reader of @path (after what is kept) */
+static void left_put(const char *path, const char *text, size_t len)
+{
+	struct left *l, **pp;
+	char *t;
+
+	pthread_mutex_lock(&M.left_lock);
+	for (pp = &M.left; (l = *pp) && strcmp(l->path, path); pp = &l->next)
+		;
+	if (!l && (l = calloc(1, sizeof(*l)))) {
+		snprintf(l->path, sizeof(l->path), "%s", path);
+		*pp = l;
+	}
+	t = l ? realloc(l->text, l->len + len + 1) : NULL;
+	if (t) {
+		memcpy(t + l->len, text, len);
+		l->len += len;
+		t[l->len] = 0;
+		l->text = t;
+	}
+	pthread_mutex_unlock(&M.left_lock);
+}
+
+/* what a closed reader left for @path (taken: the caller frees it), or NULL */
+static char *left_take(const char *path, size_t *len)
+{
+	struct left *l, **pp;
+	char *t = NULL;
+
+	pthread_mutex_lock(&M.left_lock);
+	for (pp = &M.left; (l = *pp); pp = &l->next)
+		if (!strcmp(l->path, path)) {
+			*pp = l->next;
+			t = l->text;
+			*len = l->len;
+			free(l);
+			break;
+		}
+	pthread_mutex_unlock(&M.left_lock);
+	return t;
+}
+
+static bool left_has(const char *path)
+{
+	bool has = false;
+
+	pthread_mutex_lock(&M.left_lock);
+	for (struct left *l = M.left; l && !has; l = l->next)
+		has = !strcmp(l->path, path);
+	pthread_mutex_unlock(&M.left_lock);
+	return has;
+}
+
+/*
+ * The array's buffer was cleared (O_TRUNC of trace) or the instance went:
+ * what its readers left goes too.  @dir: "/" or "/instances/NAME/".
+ */
+static void left_drop(const char *dir)
+{
+	size_t n = strlen(dir);
+	struct left *l, **pp;
+
+	pthread_mutex_lock(&M.left_lock);
+	for (pp = &M.left; (l = *pp);) {
+		if (!strncmp(l->path, dir, n) && !strcmp(l->path + n, "trace_pipe")) {
+			*pp = l->next;
+			free(l->text);
+			free(l);
+		} else {
+			pp = &l->next;
+		}
+	}
+	pthread_mutex_unlock(&M.left_lock);
+}
+
+/* @path (a file the process cleared) was an array's trace: its buffer is empty */
+static void trace_cleared(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	char dir[PATH_MAX];
+
+	if (!slash || strcmp(slash + 1, "trace"))
+		return;
+	snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path) + 1, path);
+	left_drop(dir);
+}
+
 /* per open file */
 struct ofile {
 	char path[PATH_MAX];
@@ -526,6 +626,7 @@ static int fs_open(const char *path, struct fuse_file_info *fi)
 			free(o);
 			return r;
 		}
+		trace_cleared(path);
 	}
 	fi->fh = (uint64_t)(uintptr_t)o;
 	fi->direct_io = 1;
@@ -547,6 +648,8 @@ static int fs_truncate(const char *path, off_t size, struct fuse_file_info *fi)
 	r = t ? req(USFT_CTL_TRUNC, t, &out) : -ENOMEM;
 	free(t);
 	free(out);
+	if (!r)
+		trace_cleared(path);
 	return r == -ENOENT ? 0 : r;
 }
 
@@ -621,6 +724,17 @@ static int pipe_read(struct ofile *o, char *buf, size_t size, struct fuse_file_i
 	 * buffer): what a reader does not take is lost when it closes */
 	snprintf(num, sizeof(num), "%zu", size < 4096 ? (size_t)4096 : size);
 	t = tpath(o->path, num, strlen(num));
+	if (o->off >= o->len) {
+		size_t len;
+		char *kept = left_take(o->path, &len);
+
+		if (kept) {
+			free(o->data);
+			o->data = kept;
+			o->len = len;
+			o->off = 0;
+		}
+	}
 	while (t && o->off >= o->len) {
 		char *out = NULL;
 
@@ -789,6 +903,9 @@ static int fs_release(const char *path, struct fuse_file_info *fi)
 		else if (o->replace && (o->flags & F_LIST))
 			send_write(o, "", 0);		/* `> file` with nothing written: emptied */
 	}
+	/* trace_pipe: text this reader was given by the process but did not take */
+	if ((o->flags & F_PIPE) && !M.dead && o->off < o->len)
+		left_put(o->path, o->data + o->off, o->len - o->off);
 	if (o->pfd >= 0)
 		close(o->pfd);
 	pthread_mutex_destroy(&o->lock);
@@ -824,6 +941,12 @@ static int fs_rmdir(const char *path)
 		return -EPERM;
 	r = req(USFT_CTL_RMDIR, path + 11, &out);
 	free(out);
+	if (!r) {
+		char dir[PATH_MAX];
+
+		snprintf(dir, sizeof(dir), "%s/", path);
+		left_drop(dir);
+	}
 	return r;
 }
 
@@ -831,7 +954,7 @@ static int fs_rmdir(const char *path)
 static bool pipe_ready(const char *path)
 {
 	char *out = NULL;
-	bool ready = !read_text(path, &out) && out && !strncmp(out, "ready", 5);
+	bool ready = left_has(path) || (!read_text(path, &out) && out && !strncmp(out, "ready", 5));
 
 	free(out);
 	return ready;

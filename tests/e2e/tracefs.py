@@ -8,6 +8,7 @@ tracefs.py CASE --usft PATH --tracees DIR --work DIR [--toykernel PATH]
                !glob removes), the errno of each bad write, and that a refused
                write leaves the file and the program text as they were
   pipe         trace_pipe consumes, blocks, polls; trace_marker; O_TRUNC of trace;
+               a reader that closes after a few bytes loses nothing;
                readers killed while blocked in read cost the server nothing;
                two readers get distinct events, small reads lose nothing,
                function lines in the kernel's format, writes over 64 KiB
@@ -366,6 +367,44 @@ def drain(fd, size=65536):
     return out.decode()
 
 
+def closed_reader(m):
+    """a reader that closes after a few bytes loses nothing: what the process
+    gave for its read and it did not take goes to the next reader, and
+    `> trace` drops it with the buffer"""
+    drain_fd = os.open(m.path("trace_pipe"), os.O_RDONLY | os.O_NONBLOCK)
+    drain(drain_fd)
+    os.close(drain_fd)
+    sent = ["closed reader %02d %s" % (i, "x" * 100) for i in range(50)]
+    for text in sent:
+        m.ok("trace_marker", text + "\n")
+    # GNU head -c N reads N bytes: the rest of the process's reply stays unread
+    head = subprocess.run(["head", "-c", "100", m.path("trace_pipe")], capture_output=True,
+                          timeout=60)
+    check(head.returncode == 0 and len(head.stdout) == 100, "head -c 100: %r" % (head,))
+    fd = os.open(m.path("trace_pipe"), os.O_RDONLY | os.O_NONBLOCK)
+    p = select.poll()
+    p.register(fd, select.POLLIN)
+    check(p.poll(0) != [], "poll: the text a closed reader left is ready")
+    rest = drain(fd)
+    os.close(fd)
+    text = head.stdout.decode() + rest
+    got = [l.split("tracing_mark_write: ", 1)[1] for l in text.splitlines()
+           if "tracing_mark_write: " in l]
+    check(got == sent, "every event once, in order, after a reader closed: %d of %d, %r"
+          % (len(got), len(sent), text[:300]))
+    # what is left after a close goes with the buffer
+    m.ok("trace_marker", "left then cleared %s\n" % ("y" * 100))
+    m.ok("trace_marker", "second left then cleared\n")
+    head = subprocess.run(["head", "-c", "10", m.path("trace_pipe")], capture_output=True,
+                          timeout=60)
+    check(head.returncode == 0 and len(head.stdout) == 10, "head -c 10: %r" % (head,))
+    os.close(os.open(m.path("trace"), os.O_WRONLY | os.O_TRUNC))
+    fd = os.open(m.path("trace_pipe"), os.O_RDONLY | os.O_NONBLOCK)
+    rest = drain(fd)
+    os.close(fd)
+    check("cleared" not in rest, "> trace kept a closed reader's text: %r" % rest[:300])
+
+
 def pipe_readers(m):
     """two readers each get distinct events (together all of them); reads
     smaller than a line lose nothing; writes longer than a control request"""
@@ -398,6 +437,7 @@ def pipe_readers(m):
     finally:
         os.close(a)
         os.close(b)
+    closed_reader(m)
     # more readers than the process serves connections (64): the rest share
     # the mount's own, and each marker still reaches exactly one of them
     fds = [os.open(m.path("trace_pipe"), os.O_RDONLY | os.O_NONBLOCK) for _ in range(66)]
