@@ -300,9 +300,9 @@ static void *in_handler_thread(void *arg)
 	return NULL;
 }
 
-static int blocked_all(void) { return churn(2, all_blocked_thread, 3000); }
-static int blocked_trap(void) { return churn(2, trap_blocked_thread, 3000); }
-static int blocked_in_handler(void) { return churn(2, in_handler_thread, 3000); }
+static int blocked_all(void) { return churn(2, all_blocked_thread, 1000); }
+static int blocked_trap(void) { return churn(2, trap_blocked_thread, 1000); }
+static int blocked_in_handler(void) { return churn(2, in_handler_thread, 1000); }
 
 static void check_blocker(int (*fn)(void))
 {
