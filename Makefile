@@ -148,15 +148,17 @@ $(foreach s,$(ARM64_STAGES),$(eval $(call arm64_stage_rule,$(s))))
 # then one line per stage and the total "N passed, M failed".  A stage that
 # fails without a ctest verdict (configure/build error) counts as one failure.
 test: deps
-	@rc=0; results=""; \
+	@rc=0; results=""; times=""; start=$$(date +%s); \
 	for s in $(TEST_STAGES); do \
 		echo "+ $(MAKE) test-$$s"; \
+		t0=$$(date +%s); \
 		if $(MAKE) --no-print-directory test-$$s; then \
 			results="$$results $$s:ok"; \
 		else \
 			rc=1; results="$$results $$s:failed"; \
-			if [ "$(KEEP_GOING)" != 1 ]; then break; fi; \
 		fi; \
+		times="$$times $$s:$$(( $$(date +%s) - t0 ))"; \
+		if [ $$rc != 0 ] && [ "$(KEEP_GOING)" != 1 ]; then break; fi; \
 	done; \
 	passed=0; failed=0; \
 	echo "=== usft test summary"; \
@@ -168,17 +170,21 @@ test: deps
 		*) echo "stage $$s: not run"; continue ;; \
 		esac; \
 		line=$$(grep -Eo '[0-9]+ tests failed out of [0-9]+' $$d/usft-ctest-$$s.log 2>/dev/null | tail -n 1 || true); \
+		el=$$(echo " $$times " | grep -Eo " $$s:[0-9]+ " | tr -dc 0-9 || true); \
+		tt=$$(grep -Eo 'Total Test time \(real\) = *[0-9.]+' $$d/usft-ctest-$$s.log 2>/dev/null | tail -n 1 | grep -Eo '[0-9]+\.[0-9]+$$' || true); \
+		tm="$${el:-?} s in all$${tt:+, tests $$tt s}"; \
 		if [ -n "$$line" ]; then \
 			f=$${line%% *}; t=$${line##* }; p=$$((t - f)); \
 			if [ $$st = failed ] && [ $$f = 0 ]; then f=1; fi; \
-			echo "stage $$s ($$d): $$p passed, $$f failed"; \
+			echo "stage $$s ($$d): $$p passed, $$f failed ($$tm)"; \
 		elif [ $$st = failed ]; then \
-			p=0; f=1; echo "stage $$s ($$d): FAILED before any test ran (see above)"; \
+			p=0; f=1; echo "stage $$s ($$d): FAILED before any test ran (see above; $$tm)"; \
 		else \
-			p=0; f=0; echo "stage $$s ($$d): no tests"; \
+			p=0; f=0; echo "stage $$s ($$d): no tests ($$tm)"; \
 		fi; \
 		passed=$$((passed + p)); failed=$$((failed + f)); \
 	done; \
+	echo "stages: $$(( $$(date +%s) - start )) s in all (builds included)"; \
 	echo "$$passed passed, $$failed failed"; \
 	exit $$rc
 
