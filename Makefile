@@ -170,7 +170,7 @@ test: deps
 		*) echo "stage $$s: not run"; continue ;; \
 		esac; \
 		line=$$(grep -Eo '[0-9]+ tests failed out of [0-9]+' $$d/usft-ctest-$$s.log 2>/dev/null | tail -n 1 || true); \
-		el=$$(echo " $$times " | grep -Eo " $$s:[0-9]+ " | tr -dc 0-9 || true); \
+		el=$$(echo " $$times " | grep -Eo " $$s:[0-9]+ " | sed 's/.*://' | tr -dc 0-9 || true); \
 		tt=$$(grep -Eo 'Total Test time \(real\) = *[0-9.]+' $$d/usft-ctest-$$s.log 2>/dev/null | tail -n 1 | grep -Eo '[0-9]+\.[0-9]+$$' || true); \
 		tm="$${el:-?} s in all$${tt:+, tests $$tt s}"; \
 		if [ -n "$$line" ]; then \
