@@ -17,6 +17,7 @@
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <sched.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,10 +26,14 @@
 #include <unistd.h>
 #include "toykernel.h"
 
+/* any thread may run it (a process-directed signal): main waits on this */
+static sem_t stop_sem;
+
 static void on_signal(int sig)
 {
 	(void)sig;
 	atomic_store(&toy_stopping, true);
+	sem_post(&stop_sem);
 }
 
 static bool pin;
@@ -102,6 +107,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "toykernel: --cpus takes 1..%d, --hz 1..10000\n", TOY_MAX_CPUS);
 		return 2;
 	}
+	sem_init(&stop_sem, 0, 0);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 
@@ -129,7 +135,7 @@ int main(int argc, char **argv)
 		nanosleep(&ts, NULL);
 	}
 	while (!atomic_load(&toy_stopping))
-		pause();
+		sem_wait(&stop_sem);	/* not pause(): the handler may run on a cpu thread */
 	for (long cpu = 0; cpu < ncpus; cpu++)
 		pthread_join(th[cpu], NULL);
 	for (long cpu = 0; cpu < ncpus; cpu++)

@@ -16,6 +16,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -182,9 +183,19 @@ static void *handler_thread(void *arg)
 	return arg;
 }
 
+/*
+ * A process-directed SIGTERM runs on_term() on any thread that does not
+ * block it: the kernel's complete_signal() passes over the main thread
+ * when a signal is already pending for it (the runtime's rendezvous, say).
+ * So main waits on a semaphore any thread can post, not in pause(), which
+ * only a handler run on main itself would end.
+ */
+static sem_t term_sem;
+
 static void on_term(int sig)
 {
 	stop = 1;
+	sem_post(&term_sem);
 	(void)sig;
 }
 
@@ -199,6 +210,8 @@ int main(int argc, char **argv)
 
 	if (nw < 1 || nw > 32)
 		nw = 3;
+	if (sem_init(&term_sem, 0, 0))
+		return 2;
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 	if (pipe(pipefd))
@@ -217,7 +230,7 @@ int main(int argc, char **argv)
 	printf("ready %d\n", (int)getpid());
 	fflush(stdout);
 	while (!stop)
-		pause();
+		sem_wait(&term_sem);	/* EINTR: look at stop again */
 	/* wake the waiters */
 	if (write(pipefd[1], "q", 1) != 1)
 		return 2;
