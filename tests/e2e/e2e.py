@@ -620,6 +620,32 @@ def case_full_ring():
     check(rc == 2 and "--lossless or --drop" in err, "both policies: rc %d %r" % (rc, err))
 
 
+def case_no_writer():
+    """A process whose writer thread cannot start (pthread_create() fails:
+    a thread limit, a sandbox) drops and counts even under the default
+    lossless policy: no producer sleeps waiting for a writer that does not
+    exist, the program runs to its end with its own exit status, and every
+    call is in the file or counted as lost."""
+    n = 300000
+    lib = os.path.join(ARGS.tracees, "libtracee-nothread.so")
+    counts = os.path.join(ARGS.work, "nothread.out")
+    env = {"LD_PRELOAD": lib, "NOTHREAD_OUT": counts}
+    if os.path.exists(counts):
+        os.unlink(counts)
+    r = record([tracee("loop"), str(n)], "function", ("-b", "16"), env=env)
+    check(os.path.exists(counts), "the writer thread was not refused")
+    with open(counts) as f:
+        lines = f.read().splitlines()
+    # one line: the traced process (the only one where libusft asked for a thread)
+    check(len(lines) == 1, "processes that refused a thread: %r" % lines)
+    got = dict(kv.split("=") for kv in lines[0].split())
+    check(int(got["sleeps"]) == 0, "a producer waited for a writer that never started: "
+          "%s nanosleep() calls" % got["sleeps"])
+    check(r["events"] + r["lost"] == n + 1 and r["lost"] > 0,
+          "no writer, 16 KiB ring: events %d + lost %d for %d calls"
+          % (r["events"], r["lost"], n + 1))
+
+
 def case_cli():
     def rc_of(*a):
         return usft(*a)[0]
