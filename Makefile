@@ -69,7 +69,7 @@ ARM64_STAGES := arm64 arm64-callops
 ARM64_KILL_TIMEOUT ?= 900
 ALL_STAGES := native asan clang tsan $(ARM64_STAGES) docs
 # stages that run some labels only: their builds skip the rest (configure_build)
-SUBSET_STAGES ?= asan clang tsan
+SUBSET_STAGES ?= asan clang tsan arm64 arm64-callops
 
 # $(call stage_preset,<stage>): its configure (and build) preset; docs tests
 # the native build.  $(call stage_dir,<stage>): that preset's binaryDir.
@@ -139,7 +139,7 @@ define arm64_stage_rule
 .PHONY: test-$(1)
 test-$(1): deps
 	STAGE='$(1)' GENERATOR='$$(GENERATOR)' CTEST_FLAGS='$$(CTEST_FLAGS)' \
-	ARM64_KILL_TIMEOUT='$$(ARM64_KILL_TIMEOUT)' \
+	SUBSET='$(if $(filter $(1),$(SUBSET_STAGES)),1)' ARM64_KILL_TIMEOUT='$$(ARM64_KILL_TIMEOUT)' \
 	bash scripts/arm64-stage.sh $(1) $$(call stage_dir,$(1))
 endef
 $(foreach s,$(ARM64_STAGES),$(eval $(call arm64_stage_rule,$(s))))

@@ -13,7 +13,9 @@
 # On a machine that cannot run arm64 binaries the stage prints a loud
 # SKIPPED line and succeeds - except under CI=true, where it fails.
 #
-# Environment: GENERATOR (empty: the preset's), CTEST_FLAGS (extra ctest
+# Environment: GENERATOR (empty: the preset's), SUBSET (1: build only what
+# the stage's tests and the docs pages that use this build need, as
+# scripts/stage-targets.py lists it; with Ninja only), CTEST_FLAGS (extra ctest
 # arguments, e.g. -j4 --timeout 600), ARM64_KILL_TIMEOUT (whole ctest run,
 # 900 s), STAGE (log name, PRESET).
 set -euo pipefail
@@ -50,8 +52,13 @@ if [ -n "${GENERATOR:-}" ]; then gen_args=(-G "$GENERATOR"); fi
 echo "+ cmake --preset $preset ${gen_args[*]}"
 cmake --preset "$preset" "${gen_args[@]}" >"$dir/usft-configure.log" 2>&1 \
 	|| { cat "$dir/usft-configure.log"; exit 1; }
-echo "+ cmake --build --preset $preset"
-cmake --build --preset "$preset"
+targets=()
+if [ "${SUBSET:-}" = 1 ] && [ -f "$dir/build.ninja" ]; then
+	# shellcheck disable=SC2207
+	targets=($(python3 scripts/stage-targets.py --cmake-args "$preset" "$dir"))
+fi
+echo "+ cmake --build --preset $preset ${targets[*]}"
+cmake --build --preset "$preset" "${targets[@]}"
 
 # shellcheck disable=SC2206
 extra=(${CTEST_FLAGS:-})

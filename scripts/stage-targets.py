@@ -13,7 +13,9 @@ set_tests_properties() lines), and prints each file under BUILD_DIR that a
 selected test names, in its command, its ENVIRONMENT or its REQUIRED_FILES,
 and that ninja knows how to build.  Files a test reaches through a path
 compiled into it get there through add_dependencies() on its target, which
-ninja follows.  Prints nothing (and the caller builds everything) when the
+ninja follows.  Files under BUILD_DIR that a page's docs-test line names
+(`needs=build-arm64-callops/...` in README.md or docs/**/*.md: the docs
+stage runs those pages later, against this build) are printed too.  Prints nothing (and the caller builds everything) when the
 preset selects no label, or when the build directory has no build.ninja.
 --cmake-args prints them as one "--target A B ..." line for `cmake --build`.
 It first lets ninja re-run CMake if its inputs changed (`ninja build.ninja`),
@@ -85,6 +87,33 @@ def tests_of(build):
     return tests
 
 
+def docs_needs(root, build, known):
+    """Build outputs named by the docs pages' `needs=PATH` (relative to the
+    source root), for a page the docs stage runs against this build."""
+    pages = [os.path.join(root, "README.md")]
+    for dirpath, _dirs, files in os.walk(os.path.join(root, "docs")):
+        pages += [os.path.join(dirpath, f) for f in files if f.endswith(".md")]
+    want = set()
+    for page in pages:
+        try:
+            with open(page, encoding="utf-8") as f:
+                text = f.read()
+        except OSError:
+            continue
+        for m in re.finditer(r'<!-- docs-test:[^>]*?-->', text):
+            paths = re.findall(r'\bneeds=(\S+)', m.group(0))
+            if re.search(r'\barm64\b', m.group(0)):
+                # tests/docs/run_page.py's arm64_ready() runs this probe
+                paths.append("build-arm64/samples/ftrace/ftrace-ops")
+            for path in paths:
+                full = os.path.abspath(os.path.join(root, path))
+                if full.startswith(build + "/"):
+                    rel = os.path.relpath(full, build)
+                    if rel in known:
+                        want.add(rel)
+    return want
+
+
 def main():
     args = sys.argv[1:]
     cmake_args = bool(args) and args[0] == "--cmake-args"
@@ -114,6 +143,7 @@ def main():
                 rel = os.path.relpath(word, build)
                 if rel in known:
                     want.add(rel)
+    want |= docs_needs(root, build, known)
     if cmake_args:
         if want:
             print("--target " + " ".join(sorted(want)))
