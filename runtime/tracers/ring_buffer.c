@@ -18,7 +18,9 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
+#include <linux/futex.h>
 #if __has_include(<sys/rseq.h>)
 #include <sys/rseq.h>
 #endif
@@ -44,6 +46,13 @@ static bool pool_lossless;
 static size_t ring_keep;
 static bool ring_punch;
 static unsigned int pool_waiters;	/* lossless producers waiting now */
+/*
+ * The writer's passes: a lossless producer with a full ring sleeps on it
+ * (FUTEX_WAIT), the writer bumps it after each pass and wakes the
+ * waiters, so a producer goes on as soon as room is made instead of at
+ * its next poll.
+ */
+static unsigned int pool_pass;
 /*
  * lossless: a wait ran out (the writer freed nothing for LOSSLESS_WAIT_NS):
  * full rings drop until the writer's next pass, so a stuck writer costs
@@ -95,8 +104,9 @@ static bool ring_fd_ours(void)
 #define FIRST_CHUNK		4096UL
 #define NEXT_CHUNK_MAX		(1UL << 20)
 /* lossless: a writer that frees nothing for this long gets the event dropped */
-#define LOSSLESS_WAIT_NS	(1000UL * 1000 * 1000)
-#define LOSSLESS_POLL_NS	(50UL * 1000)
+#define LOSSLESS_WAIT_NS	(1000ULL * 1000 * 1000)
+/* one futex wait's limit (a wake-up missed is a late pass, not a hang) */
+#define LOSSLESS_POLL_NS	(1000L * 1000)
 
 /* raise *@p to @v (the writer and the producer both populate) */
 static void max_store(unsigned long *p, unsigned long v)
@@ -289,30 +299,49 @@ static unsigned long tbuf_limit(struct usft_tbuf *b)
 	return pop < full ? pop : full;
 }
 
+static unsigned long long mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (unsigned long long)ts.tv_sec * 1000000000ULL + (unsigned long long)ts.tv_nsec;
+}
+
 bool usft_tbuf_make_room(struct usft_tbuf *b, unsigned long end)
 {
-	unsigned long waited = 0;
+	unsigned long long t0 = 0;
+	bool waited = false;
 	int saved = errno;
 	bool ok = true;
 
-	while (end - tbuf_released(b) > b->size) {
+	for (;;) {
+		unsigned int pass = __atomic_load_n(&pool_pass, __ATOMIC_ACQUIRE);
 		struct timespec ts = { 0, LOSSLESS_POLL_NS };
+		void (*kick)(void);
 
+		if (end - tbuf_released(b) <= b->size)
+			break;
 		/* a writer gone (stopping, stopped by a signal) never hangs us */
 		if (!__atomic_load_n(&pool_lossless, __ATOMIC_RELAXED) ||
 		    __atomic_load_n(&pool_stalled, __ATOMIC_RELAXED) ||
-		    waited >= LOSSLESS_WAIT_NS) {
-			if (waited >= LOSSLESS_WAIT_NS)
+		    (waited && mono_ns() - t0 >= LOSSLESS_WAIT_NS)) {
+			if (waited && mono_ns() - t0 >= LOSSLESS_WAIT_NS)
 				__atomic_store_n(&pool_stalled, true, __ATOMIC_RELAXED);
 			if (waited)
 				__atomic_sub_fetch(&pool_waiters, 1, __ATOMIC_RELAXED);
 			ok = false;
 			goto out;
 		}
-		if (!waited)
-			__atomic_add_fetch(&pool_waiters, 1, __ATOMIC_RELAXED);
-		nanosleep(&ts, NULL);
-		waited += LOSSLESS_POLL_NS;
+		if (!waited) {
+			__atomic_add_fetch(&pool_waiters, 1, __ATOMIC_SEQ_CST);
+			t0 = mono_ns();
+			waited = true;
+		}
+		kick = __atomic_load_n(&usft_tbuf_kick_hook, __ATOMIC_ACQUIRE);
+		if (kick)
+			kick();
+		/* a pass that ended since @pass was read: look again at once */
+		syscall(SYS_futex, &pool_pass, FUTEX_WAIT_PRIVATE, pass, &ts, NULL, 0);
 	}
 	if (waited)
 		__atomic_sub_fetch(&pool_waiters, 1, __ATOMIC_RELAXED);
@@ -386,9 +415,14 @@ void usft_tbuf_writer_passed(void)
 {
 	if (__atomic_load_n(&pool_stalled, __ATOMIC_RELAXED))
 		__atomic_store_n(&pool_stalled, false, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&pool_pass, 1, __ATOMIC_SEQ_CST);
+	/* no system call while nobody waits */
+	if (__atomic_load_n(&pool_waiters, __ATOMIC_SEQ_CST))
+		syscall(SYS_futex, &pool_pass, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
 }
 
 void (*usft_tbuf_exit_hook)(void);
+void (*usft_tbuf_kick_hook)(void);
 
 static __thread struct usft_tbuf *self_saved __attribute__((tls_model("initial-exec")));
 static __thread int self_depth __attribute__((tls_model("initial-exec")));

@@ -350,6 +350,11 @@ void usft_tbuf_atfork_child(void);
 unsigned long usft_tbuf_no_slot(void);	/* events dropped: no slot for the thread */
 /* called at thread exit, after the slot is handed back (the writer's wake-up) */
 extern void (*usft_tbuf_exit_hook)(void);
+/*
+ * called by a lossless producer whose ring is full, before it waits (the
+ * writer drains at once instead of at its next pass); async-signal-safe
+ */
+extern void (*usft_tbuf_kick_hook)(void);
 /* the calling thread's rseq cpu_id word, or a constant EV_CPU_UNKNOWN */
 const volatile unsigned int *usft_tbuf_cpu_ptr(void);
 

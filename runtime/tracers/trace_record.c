@@ -16,6 +16,7 @@
  * and exec'd images append to the same file, each under its own SESSION.
  */
 #include <dlfcn.h>
+#include <linux/futex.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -29,6 +30,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
@@ -70,8 +72,14 @@ static struct {
 	pthread_t thread;
 	bool thread_running;
 	int stop;
-	pthread_mutex_t wake_lock;
-	pthread_cond_t wake;
+	/*
+	 * The writer's wake-up: bumped (then FUTEX_WAKE) by a thread's exit, a
+	 * lossless producer with a full ring and the stop; the writer sleeps
+	 * on it (FUTEX_WAIT with its pause) unless it moved since the pass began.
+	 * A futex, not a condition variable: a producer may be in a signal
+	 * handler, where only system calls are safe.
+	 */
+	unsigned int wake_seq;
 	unsigned long long events, lost;
 	unsigned long long drained;	/* ring bytes written out (the writer's pace) */
 	unsigned long long drained0, given0;	/* drained, given back: at the session's start */
@@ -89,8 +97,6 @@ static struct {
 } S = {
 	.fd = -1,
 	.lock = PTHREAD_MUTEX_INITIALIZER,
-	.wake_lock = PTHREAD_MUTEX_INITIALIZER,
-	.wake = PTHREAD_COND_INITIALIZER,
 };
 
 bool usft_tracer_active(void)
@@ -745,13 +751,15 @@ static bool dl_in_child;
 static void *writer_main(void *arg)
 {
 	unsigned long long last = 0;
-	struct timespec ts;
 	long pause;
 
 	/* all of this thread is usft's own: never recorded */
 	usft_self_begin();
 	prctl(PR_SET_NAME, "usft-writer", 0, 0, 0);
 	for (;;) {
+		unsigned int seen = __atomic_load_n(&S.wake_seq, __ATOMIC_ACQUIRE);
+		struct timespec ts;
+
 		pthread_mutex_lock(&S.lock);
 		drain_all();
 		/* a busy producer: come back sooner, so its ring never fills */
@@ -765,29 +773,24 @@ static void *writer_main(void *arg)
 		last = S.drained;
 		pthread_mutex_unlock(&S.lock);
 		pick_up_objects();
-		pthread_mutex_lock(&S.wake_lock);
-		if (S.stop) {
-			pthread_mutex_unlock(&S.wake_lock);
+		if (__atomic_load_n(&S.stop, __ATOMIC_ACQUIRE))
 			break;
-		}
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += pause;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
-		pthread_cond_timedwait(&S.wake, &S.wake_lock, &ts);
-		pthread_mutex_unlock(&S.wake_lock);
+		ts.tv_sec = 0;
+		ts.tv_nsec = pause;
+		/* a wake-up since the pass began: the next pass at once */
+		syscall(SYS_futex, &S.wake_seq, FUTEX_WAIT_PRIVATE, seen, &ts, NULL, 0);
 	}
 	return arg;
 }
 
-/* a thread exited: its slot comes back once drained, so drain soon */
+/* a thread exited, or a lossless producer has a full ring: drain now */
 static void wake_writer(void)
 {
-	pthread_mutex_lock(&S.wake_lock);
-	pthread_cond_signal(&S.wake);
-	pthread_mutex_unlock(&S.wake_lock);
+	int saved = errno;
+
+	__atomic_add_fetch(&S.wake_seq, 1, __ATOMIC_RELEASE);
+	syscall(SYS_futex, &S.wake_seq, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+	errno = saved;
 }
 
 static void start_writer(void)
@@ -808,10 +811,8 @@ static void stop_writer(void)
 {
 	if (!S.thread_running || pthread_equal(S.thread, pthread_self()))
 		return;
-	pthread_mutex_lock(&S.wake_lock);
-	S.stop = 1;
-	pthread_cond_signal(&S.wake);
-	pthread_mutex_unlock(&S.wake_lock);
+	__atomic_store_n(&S.stop, 1, __ATOMIC_RELEASE);
+	wake_writer();
 	pthread_join(S.thread, NULL);
 	S.thread_running = false;
 }
@@ -925,8 +926,7 @@ static void atfork_child(void)
 	fork_locked = false;
 	usft_self_begin();
 	pthread_mutex_init(&S.lock, NULL);
-	pthread_mutex_init(&S.wake_lock, NULL);
-	pthread_cond_init(&S.wake, NULL);
+	S.wake_seq = 0;
 	ppid = S.pid;
 	S.pid = getpid();
 	S.thread_running = false;
@@ -1103,6 +1103,7 @@ static int tracer_start(const struct usft_trace_opts *o)
 	S.atfork_done = true;
 	usft_set_notrace_hook(notrace_hook);
 	usft_tbuf_exit_hook = wake_writer;
+	usft_tbuf_kick_hook = wake_writer;
 	start_writer();
 	return 0;
 }

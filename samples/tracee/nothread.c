@@ -4,7 +4,7 @@
  * pthread_create() called from usft's libraries (libusft.so, and
  * libusft-preload.so, where `usft record`'s writer and rings live) fails with EAGAIN (a thread limit, a
  * sandbox), so the traced process has no writer thread.  nanosleep() calls
- * made by those libraries are counted: a producer waiting for a writer that does
+ * and futex waits made by those libraries are counted: a producer waiting for a writer that does
  * not exist would sleep there.  At exit a process that refused a thread
  * appends "refused=N sleeps=M" to $NOTHREAD_OUT.
  */
@@ -12,10 +12,13 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/futex.h>
+#include <stdarg.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -52,6 +55,24 @@ int nanosleep(const struct timespec *req, struct timespec *rem)
 		real = (int (*)(const struct timespec *, struct timespec *))dlsym(RTLD_NEXT,
 										  "nanosleep");
 	return real(req, rem);
+}
+
+long syscall(long nr, ...)
+{
+	static long (*real)(long, ...);
+	long a[6];
+	va_list ap;
+
+	va_start(ap, nr);
+	for (int i = 0; i < 6; i++)
+		a[i] = va_arg(ap, long);
+	va_end(ap);
+	if (nr == SYS_futex && from_libusft(__builtin_return_address(0)) &&
+	    ((int)a[1] & FUTEX_CMD_MASK) == FUTEX_WAIT)
+		__atomic_add_fetch(&sleeps, 1, __ATOMIC_RELAXED);
+	if (!real)
+		real = (long (*)(long, ...))dlsym(RTLD_NEXT, "syscall");
+	return real(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
 }
 
 __attribute__((destructor(101))) static void nothread_report(void)
