@@ -6,6 +6,12 @@
 # row: every tracer figure as a multiple of the floor of its own run and
 # against uftrace's, for 1 and 2 threads.
 #
+# The floor reads the TSC; usft's trace clock reads it only where the
+# kernel's clocksource is the TSC (elsewhere clock_gettime(), as the kernel's
+# local clock follows its sched_clock).  Where it is not, the *_tsc rows run
+# usft with `-C counter` (the TSC forced) beside the default ones, so the
+# share of the clock in a row is seen in the same run.
+#
 #   bench/floor.sh [BUILD_DIR [OUT_DIR]]    (ROUNDS=3 SCALE=1 in the environment)
 #
 # Output: OUT_DIR/floor.txt (every line of every run) and a summary on stdout
@@ -31,6 +37,11 @@ KB=$(awk -v s="$SCALE" -v r="$INNER" 'BEGIN { printf "%d", 400000 * s * 1.1 * r 
 ARGS="--scale $SCALE --rounds $INNER"
 tools=(none)
 [ -x "$USFT" ] && tools+=(usft_function usft_function_graph)
+CS=$(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null || echo '?')
+if [ -x "$USFT" ] && [ "$(uname -m)" = x86_64 ] && [ "$CS" != tsc ]; then
+	echo "floor.sh: the kernel's clocksource is $CS, not tsc: usft's default trace clock is clock_gettime(); the _tsc rows force the TSC (-C counter)" >&2
+	tools+=(usft_function_tsc usft_function_graph_tsc)
+fi
 command -v uftrace >/dev/null && tools+=(uftrace) || echo "floor.sh: uftrace not installed: no uftrace row" >&2
 
 cmd() {
@@ -38,6 +49,8 @@ cmd() {
 	none) echo "$B $ARGS --tool none" ;;
 	usft_function) echo "$USFT record --prefault -b $KB -p function -l bench_traced -o $OUT/floor.usft $B $ARGS --tool usft_function" ;;
 	usft_function_graph) echo "$USFT record --prefault -b $KB -p function_graph -l bench_traced -o $OUT/floor.usft $B $ARGS --tool usft_function_graph" ;;
+	usft_function_tsc) echo "$USFT record -C counter --prefault -b $KB -p function -l bench_traced -o $OUT/floor.usft $B $ARGS --tool usft_function_tsc" ;;
+	usft_function_graph_tsc) echo "$USFT record -C counter --prefault -b $KB -p function_graph -l bench_traced -o $OUT/floor.usft $B $ARGS --tool usft_function_graph_tsc" ;;
 	uftrace) echo "uftrace record --no-pager -P ^bench_traced$ -d $OUT/floor.uftrace.data $B $ARGS --tool uftrace" ;;
 	esac
 }
@@ -54,6 +67,7 @@ for ((r = 1; r <= ROUNDS; r++)); do
 done
 
 grep -m1 'cpu:' "$RAW" | sed 's/^run=[0-9]* //'
+echo "# kernel clocksource: $CS"
 echo "# load average now: $(cut -d' ' -f1-3 /proc/loadavg); $ROUNDS processes per tool, $INNER rounds inside each"
 # median over the processes of each (tool, case) in-process median
 awk '
