@@ -22,7 +22,7 @@ trap 'rm -rf "$tmp"' EXIT
 echo "# lossless_ab: cpu: $(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo | head -n 1)," \
 	"$(nproc) cpus online, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "# A=$a B=$b calls=$calls rounds=$rounds"
-for r in $(seq "$rounds"); do
+for _ in $(seq "$rounds"); do
 	for kb in ${BUFS:-16 256 32768}; do
 		for side in A B; do
 			build=$a
