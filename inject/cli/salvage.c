@@ -160,77 +160,10 @@ static void exit_text(int status, bool known, char *buf, size_t len)
 struct inflight {
 	size_t slot;
 	uint32_t pid, tid;
+	uint64_t from;		/* its first ring position (writing_from) */
 	uint64_t bytes;		/* payload the chunk being written would have */
 	bool written;
 };
-
-struct ringmap;
-static uint64_t *ring_copy(const struct ringmap *r, size_t i, uint64_t from, uint64_t to);
-
-/*
- * Whether the chunk body at @pos of @fd holds the ring bytes of @fl (the
- * writer's positions [writing_from, writing) of its slot).  A ring page
- * that reads all zero was given back after the write (the writer punches
- * what it wrote out before it moves consumed): it cannot be compared, and
- * only a completed write punches, so it counts as the same.
- */
-static bool chunk_holds(int fd, off_t pos, const struct ringmap *r, const struct inflight *fl,
-			uint64_t from)
-{
-	uint64_t len = fl->bytes, *ring = ring_copy(r, fl->slot, from, from + len);
-	char *body = ring ? malloc(len ? len : 1) : NULL;
-	bool same = body && pread(fd, body, len, pos) == (ssize_t)len;
-
-	for (uint64_t at = 0, step; same && at < len; at += step) {
-		const char *rp = (const char *)ring + at;
-		bool zero = true;
-
-		/* up to the end of the ring page that holds position from + at */
-		step = 4096 - ((from + at) & 4095);
-		if (step > len - at)
-			step = len - at;
-		for (uint64_t k = 0; k < step && zero; k++)
-			zero = !rp[k];
-		same = zero || !memcmp(rp, body + at, step);
-	}
-	free(body);
-	free(ring);
-	return same;
-}
-
-/*
- * A complete chunk for a drain the writer was inside is in the file when
- * the LAST chunk of that process is an EVENTS chunk of the thread holding
- * those very bytes (a size alone is not enough: a thread calling at a
- * steady pace writes many chunks of one size); cut a partial chunk off
- * the end of the file.
- */
-static void check_tail(int fd, const struct ringmap *r, struct inflight *fl, size_t nfl,
-		       const uint64_t *from)
-{
-	struct usft_chunk_hdr h;
-	struct stat st;
-	off_t pos = 0;
-
-	if (fstat(fd, &st))
-		return;
-	while (pos + (off_t)sizeof(h) <= st.st_size) {
-		if (pread(fd, &h, sizeof(h), pos) != sizeof(h) || memcmp(h.magic, USFT_TRACE_MAGIC, 4))
-			break;
-		if (h.size > (uint64_t)(st.st_size - pos - (off_t)sizeof(h)))
-			break;	/* cut */
-		for (size_t i = 0; i < nfl; i++)
-			if (fl[i].pid == h.pid)
-				fl[i].written = h.type == USFT_CHUNK_EVENTS && fl[i].tid == h.tid &&
-						h.size == fl[i].bytes &&
-						chunk_holds(fd, pos + (off_t)sizeof(h), r, &fl[i],
-							    from[i]);
-		pos += (off_t)sizeof(h) + (off_t)h.size;
-	}
-	if (pos < st.st_size && ftruncate(fd, pos))
-		fprintf(stderr, "usft: cannot cut the partial chunk off the trace: %s\n",
-			strerror(errno));
-}
 
 /* ---- one ring file ----------------------------------------------------- */
 
@@ -295,6 +228,68 @@ static uint64_t *ring_copy(const struct ringmap *r, size_t i, uint64_t from, uin
 	memcpy(p, ring + off, first);
 	memcpy(p + first, ring, len - first);
 	return (uint64_t *)p;
+}
+
+/*
+ * Whether the chunk body at @pos of @fd holds the ring bytes of @fl (the
+ * writer's positions [writing_from, writing) of its slot).  A ring page
+ * that reads all zero was given back after the write (the writer punches
+ * what it wrote out before it moves consumed): it cannot be compared, and
+ * only a completed write punches, so it counts as the same.
+ */
+static bool chunk_holds(int fd, off_t pos, const struct ringmap *r, const struct inflight *fl)
+{
+	uint64_t from = fl->from, len = fl->bytes, *ring = ring_copy(r, fl->slot, from, from + len);
+	char *body = ring ? malloc(len) : NULL;
+	bool same = body && pread(fd, body, len, pos) == (ssize_t)len;
+
+	for (uint64_t at = 0, step; same && at < len; at += step) {
+		const char *rp = (const char *)ring + at;
+		bool zero = true;
+
+		/* up to the end of the ring page that holds position from + at */
+		step = 4096 - ((from + at) & 4095);
+		if (step > len - at)
+			step = len - at;
+		for (uint64_t k = 0; k < step && zero; k++)
+			zero = !rp[k];
+		same = zero || !memcmp(rp, body + at, step);
+	}
+	free(body);
+	free(ring);
+	return same;
+}
+
+/*
+ * A complete chunk for a drain the writer was inside is in the file when
+ * the LAST chunk of that process is an EVENTS chunk of the thread holding
+ * those very bytes (a size alone is not enough: a thread calling at a
+ * steady pace writes many chunks of one size); cut a partial chunk off
+ * the end of the file.
+ */
+static void check_tail(int fd, const struct ringmap *r, struct inflight *fl, size_t nfl)
+{
+	struct usft_chunk_hdr h;
+	struct stat st;
+	off_t pos = 0;
+
+	if (fstat(fd, &st))
+		return;
+	while (pos + (off_t)sizeof(h) <= st.st_size) {
+		if (pread(fd, &h, sizeof(h), pos) != sizeof(h) || memcmp(h.magic, USFT_TRACE_MAGIC, 4))
+			break;
+		if (h.size > (uint64_t)(st.st_size - pos - (off_t)sizeof(h)))
+			break;	/* cut */
+		for (size_t i = 0; i < nfl; i++)
+			if (fl[i].pid == h.pid)
+				fl[i].written = h.type == USFT_CHUNK_EVENTS && fl[i].tid == h.tid &&
+						h.size == fl[i].bytes &&
+						chunk_holds(fd, pos + (off_t)sizeof(h), r, &fl[i]);
+		pos += (off_t)sizeof(h) + (off_t)h.size;
+	}
+	if (pos < st.st_size && ftruncate(fd, pos))
+		fprintf(stderr, "usft: cannot cut the partial chunk off the trace: %s\n",
+			strerror(errno));
 }
 
 /* events (an entry and a return count two in a leaf) in @n words */
@@ -433,7 +428,6 @@ static void salvage_ring(int fd, struct ringmap *rm, uint64_t *total)
 {
 	struct salvage_sum sum = { 0 };
 	struct inflight *fl = NULL;
-	uint64_t *from = NULL;
 	struct ringmap r = *rm;
 	size_t nfl = 0;
 	char text[256];
@@ -441,19 +435,16 @@ static void salvage_ring(int fd, struct ringmap *rm, uint64_t *total)
 	if (r.f->state != USFT_RING_LIVE)
 		goto out;	/* it ended cleanly (the unlink did not happen) */
 	fl = calloc(r.f->nr_slots ? r.f->nr_slots : 1, sizeof(*fl));
-	from = calloc(r.f->nr_slots ? r.f->nr_slots : 1, sizeof(*from));
-	for (size_t i = 0; fl && from && i < r.f->nr_slots; i++) {
+	for (size_t i = 0; fl && i < r.f->nr_slots; i++) {
 		const struct usft_tbuf *b = ring_slot(&r, i);
 
 		if (b->writing && b->writing > b->writing_from &&
 		    b->writing - b->writing_from <= r.f->ring_bytes &&
-		    !((b->writing - b->writing_from) & 7)) {
-			from[nfl] = b->writing_from;
-			fl[nfl++] = (struct inflight){ i, r.f->pid, (uint32_t)b->tid,
+		    !((b->writing - b->writing_from) & 7))
+			fl[nfl++] = (struct inflight){ i, r.f->pid, (uint32_t)b->tid, b->writing_from,
 						       b->writing - b->writing_from, false };
-		}
 	}
-	check_tail(fd, &r, fl, nfl, from);
+	check_tail(fd, &r, fl, nfl);
 	for (size_t i = 0, k = 0; i < r.f->nr_slots; i++) {
 		const struct inflight *mine = NULL;
 
@@ -472,7 +463,6 @@ static void salvage_ring(int fd, struct ringmap *rm, uint64_t *total)
 	}
 	*total += sum.events;
 out:
-	free(from);
 	free(fl);
 }
 

@@ -24,6 +24,7 @@
 #if __has_include(<sys/rseq.h>)
 #include <sys/rseq.h>
 #endif
+#include "core/trace_clock.h"	/* mono_ns() */
 #include "ring_buffer.h"
 #include "tid.h"
 
@@ -299,14 +300,6 @@ static unsigned long tbuf_limit(struct usft_tbuf *b)
 	return pop < full ? pop : full;
 }
 
-static unsigned long long mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (unsigned long long)ts.tv_sec * 1000000000ULL + (unsigned long long)ts.tv_nsec;
-}
-
 bool usft_tbuf_make_room(struct usft_tbuf *b, unsigned long end)
 {
 	unsigned long long t0 = 0;
@@ -318,14 +311,15 @@ bool usft_tbuf_make_room(struct usft_tbuf *b, unsigned long end)
 		unsigned int pass = __atomic_load_n(&pool_pass, __ATOMIC_ACQUIRE);
 		struct timespec ts = { 0, LOSSLESS_POLL_NS };
 		void (*kick)(void);
+		bool ran_out;
 
 		if (end - tbuf_released(b) <= b->size)
 			break;
+		ran_out = waited && mono_ns() - t0 >= LOSSLESS_WAIT_NS;
 		/* a writer gone (stopping, stopped by a signal) never hangs us */
 		if (!__atomic_load_n(&pool_lossless, __ATOMIC_RELAXED) ||
-		    __atomic_load_n(&pool_stalled, __ATOMIC_RELAXED) ||
-		    (waited && mono_ns() - t0 >= LOSSLESS_WAIT_NS)) {
-			if (waited && mono_ns() - t0 >= LOSSLESS_WAIT_NS)
+		    __atomic_load_n(&pool_stalled, __ATOMIC_RELAXED) || ran_out) {
+			if (ran_out)
 				__atomic_store_n(&pool_stalled, true, __ATOMIC_RELAXED);
 			if (waited)
 				__atomic_sub_fetch(&pool_waiters, 1, __ATOMIC_RELAXED);
