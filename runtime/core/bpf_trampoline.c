@@ -195,16 +195,37 @@ static notrace unsigned long stub_prog(const unsigned long *ctx, void *cookie)
 	return 0;	/* fmod_ret 0: the original runs, as if nothing were attached */
 }
 
+#ifndef ARCH_TRAMP_DATA_TWIN
+#define ARCH_TRAMP_DATA_TWIN 0
+#endif
+
+/* where the code of @im reads its data words: its twin, or the image itself */
+static unsigned long *image_words(const struct tramp_image *im)
+{
+	unsigned long base = ARCH_TRAMP_DATA_TWIN ? usft_execmem_twin(im->addr) : im->addr;
+
+	return (unsigned long *)(base + im->data_off);
+}
+
 /*
  * Before the grace period of a retirement: every callback word of the image
  * becomes the stub, its cookie 0 and its miss counter a dummy, so a thread
  * that enters the image late (even paused before its first instruction)
- * runs no callback of a link that is being detached.
+ * runs no callback of a link that is being detached.  In a data twin each
+ * word is one store; in the image, text writes (arm64: an aligned 8-byte
+ * copy, docs/design.md).
  */
 static void image_quiesce(struct tramp_image *im)
 {
-	unsigned long *w = (unsigned long *)(im->addr + im->data_off);
+	unsigned long *w = image_words(im);
 
+	for (int k = 0; ARCH_TRAMP_DATA_TWIN && k + 2 < im->nr_data; k += 3) {
+		__atomic_store_n(&w[k], (unsigned long)stub_prog, __ATOMIC_RELEASE);
+		__atomic_store_n(&w[k + 1], 0UL, __ATOMIC_RELEASE);
+		__atomic_store_n(&w[k + 2], (unsigned long)&stub_misses, __ATOMIC_RELEASE);
+	}
+	if (ARCH_TRAMP_DATA_TWIN)
+		return;
 	if (!im->nr_data || usft_text_open((unsigned long)w, 8UL * im->nr_data)) {
 		usft_text_close_all();
 		return;
@@ -294,6 +315,11 @@ static struct tramp_image *image_new(struct usft_trampoline *tr, unsigned long f
 		d.image_id = im->addr;
 		arch_prepare_bpf_trampoline(&d, buf, 16384, im->addr, &im->ip_after_call,
 					    &im->ip_epilogue, &im->data_off, &im->nr_data);
+		if (ARCH_TRAMP_DATA_TWIN) {
+			/* the words live in the twin; the image keeps traps where they were */
+			memcpy(image_words(im), buf + im->data_off, 8UL * (size_t)im->nr_data);
+			memset(buf + im->data_off, 0xcc, 8UL * (size_t)im->nr_data);
+		}
 		if (usft_execmem_write(im->addr, buf, (size_t)size)) {
 			usft_execmem_free(im->w, im->addr, (size_t)size);
 			im->addr = 0;

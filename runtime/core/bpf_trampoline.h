@@ -39,7 +39,9 @@ struct tramp_desc {
  * @ip_after_call / @ip_epilogue: offsets of the patchable NOP after the call
  * of the original and of the epilogue (CALL_ORIG only).
  * @data_off / @nr_data: the image's data words, triples (callback, cookie,
- * miss counter) per callback, which retirement points at a stub.
+ * miss counter) per callback, which retirement points at a stub.  Where the
+ * arch defines ARCH_TRAMP_DATA_TWIN, the code reads them at the same offset
+ * in the image's data twin (mem/execmem.h), and the core moves them there.
  */
 int arch_prepare_bpf_trampoline(const struct tramp_desc *d, unsigned char *buf, size_t cap,
 				unsigned long at, size_t *ip_after_call, size_t *ip_epilogue,

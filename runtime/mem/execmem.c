@@ -8,6 +8,15 @@
  * windows are placed with MAP_FIXED_NOREPLACE probes walking away from the
  * text they serve until one lands in reach.
  *
+ * Each window is followed by its data twin: USFT_EXECMEM_TWIN bytes of
+ * private PROT_READ|PROT_WRITE memory, mapped with it, so the chunk at
+ * addr owns [addr + USFT_EXECMEM_TWIN, + size) too, for as long as it owns
+ * addr (usft_execmem_twin()).  A trampoline keeps there the words that
+ * change while threads may run it, and reads them RIP-relative: one
+ * aligned 8-byte store updates them on any text route, where a word in
+ * the executable page written through /proc/self/mem is copied by the
+ * kernel's memcpy(), which may store it a byte at a time.
+ *
  * Reuse.  A freed chunk waits in a FIFO quarantine; only once QUARANTINE
  * chunks wait does the check core registered (usft_execmem_set_reclaim(),
  * core/tramp_alloc.c: no thread can be inside any window) run, and a clean
@@ -32,6 +41,8 @@
 #endif
 
 #define WINDOW_SIZE	(1UL << 20)
+#define MAP_SIZE	(WINDOW_SIZE + USFT_EXECMEM_TWIN)	/* the window and its twin */
+_Static_assert(USFT_EXECMEM_TWIN == WINDOW_SIZE, "the twin mirrors the window");
 #define QUARANTINE	64
 
 struct chunk {
@@ -74,6 +85,11 @@ bool usft_execmem_contains(unsigned long addr)
 	return usft_execmem_window_of(addr) != NULL;
 }
 
+unsigned long usft_execmem_twin(unsigned long addr)
+{
+	return addr + USFT_EXECMEM_TWIN;
+}
+
 static bool in_reach(unsigned long start, size_t size, unsigned long lo, unsigned long hi,
 		     unsigned long reach)
 {
@@ -88,7 +104,13 @@ static struct usft_window *new_window(unsigned long addr, bool far)
 	struct usft_window *w = calloc(1, sizeof(*w));
 
 	if (!w) {
-		munmap((void *)addr, WINDOW_SIZE);
+		munmap((void *)addr, MAP_SIZE);
+		return NULL;
+	}
+	/* the data twin: writable, never executable */
+	if (mprotect((void *)(addr + WINDOW_SIZE), USFT_EXECMEM_TWIN, PROT_READ | PROT_WRITE)) {
+		munmap((void *)addr, MAP_SIZE);
+		free(w);
 		return NULL;
 	}
 	/* fill with trapping instructions so stray jumps trap instead of sliding */
@@ -97,7 +119,7 @@ static struct usft_window *new_window(unsigned long addr, bool far)
 		if (mprotect((void *)addr, WINDOW_SIZE, PROT_READ | PROT_EXEC) &&
 		    mprotect((void *)addr, WINDOW_SIZE, PROT_READ | PROT_EXEC)) {
 			/* a window that cannot become executable is no window */
-			munmap((void *)addr, WINDOW_SIZE);
+			munmap((void *)addr, MAP_SIZE);
 			free(w);
 			return NULL;
 		}
@@ -127,20 +149,20 @@ struct usft_window *usft_window_near(unsigned long lo, unsigned long hi, unsigne
 			void *p;
 
 			if (pass == 0) {
-				if (lo < (unsigned long)(i + 1) * step + WINDOW_SIZE)
+				if (lo < (unsigned long)(i + 1) * step + MAP_SIZE)
 					break;
-				base = ((lo - WINDOW_SIZE) & ~(step - 1)) - (unsigned long)i * step;
+				base = ((lo - MAP_SIZE) & ~(step - 1)) - (unsigned long)i * step;
 			} else {
 				base = ((hi + step) & ~(step - 1)) + (unsigned long)i * step;
 			}
 			if (!in_reach(base, WINDOW_SIZE, lo, hi, reach))
 				break;
-			p = mmap((void *)base, WINDOW_SIZE, PROT_READ | PROT_EXEC,
+			p = mmap((void *)base, MAP_SIZE, PROT_READ | PROT_EXEC,
 				 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
 			if (p == MAP_FAILED)
 				continue;
 			if ((unsigned long)p != base) {	/* old kernel: hint only */
-				munmap(p, WINDOW_SIZE);
+				munmap(p, MAP_SIZE);
 				continue;
 			}
 			w = new_window(base, false);
@@ -162,7 +184,7 @@ struct usft_window *usft_window_far(void)
 	for (w = windows; w; w = w->next)
 		if (w->far && w->used + 4096 <= w->size)
 			goto out;
-	p = mmap(NULL, WINDOW_SIZE, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	p = mmap(NULL, MAP_SIZE, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	w = p == MAP_FAILED ? NULL : new_window((unsigned long)p, true);
 out:
 	pthread_mutex_unlock(&execmem_lock);

@@ -32,6 +32,17 @@ unsigned long usft_execmem_alloc(struct usft_window *w, size_t size);
  */
 void usft_execmem_free(struct usft_window *w, unsigned long addr, size_t size);
 bool usft_execmem_contains(unsigned long addr);
+
+/*
+ * usft_execmem_twin() - the data twin of trampoline memory at @addr: the
+ * address USFT_EXECMEM_TWIN above it, in a private read-write mapping
+ * that is never executable, owned with the chunk holding @addr (allocated
+ * and freed with it).  Words a running trampoline reads and usft rewrites
+ * live there, so each update is one aligned store whatever the text route
+ * (mem/execmem.c).  Within RIP-relative reach of the chunk.
+ */
+#define USFT_EXECMEM_TWIN	(1UL << 20)
+unsigned long usft_execmem_twin(unsigned long addr);
 bool usft_window_contains(struct usft_window *w, unsigned long addr);
 struct usft_window *usft_execmem_window_of(unsigned long addr);
 

@@ -70,19 +70,31 @@ notrace bool tc_is_call(const void *fn)
 
 notrace unsigned long tc_call_target(const void *fn)
 {
+#if defined(__aarch64__)
 	unsigned char b[TC_SITE_SIZE];
 	int32_t rel;
 
 	if (tc_read_site(fn, b) != TC_SITE_SIZE || !TC_IS_CALL_BYTES(b))
 		return 0;
-#if defined(__aarch64__)
 	memcpy(&rel, b, 4);
 	return tc_site(fn) + ((long)(int32_t)((uint32_t)rel << 6) >> 4);
 #else
-	memcpy(&rel, b + 1, 4);
-	return tc_site(fn) + TC_SITE_SIZE + (long)rel;
+	return tc_branch_target(fn, 0xe8);
 #endif
 }
+
+#if !defined(__aarch64__)
+notrace unsigned long tc_branch_target(const void *fn, unsigned char op)
+{
+	unsigned char b[TC_SITE_SIZE];
+	int32_t rel;
+
+	if (tc_read_site(fn, b) != TC_SITE_SIZE || b[0] != op)
+		return 0;
+	memcpy(&rel, b + 1, 4);
+	return tc_site(fn) + TC_SITE_SIZE + (long)rel;
+}
+#endif
 
 notrace void tc_snapshot_take(struct tc_snapshot *s, const void *const *fns, int n)
 {

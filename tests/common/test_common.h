@@ -80,6 +80,10 @@ bool tc_is_call(const void *fn);
 
 /** tc_call_target() - target of the e8 at @fn's site, or 0 if not a call. */
 unsigned long tc_call_target(const void *fn);
+#if !defined(__aarch64__)
+/** tc_branch_target() - x86-64: target of the @op (e8 call, e9 jmp) rel32 at @fn's site, or 0. */
+unsigned long tc_branch_target(const void *fn, unsigned char op);
+#endif
 
 #define expect_nop5(fn)                                                        \
 	do {                                                                   \

@@ -152,17 +152,7 @@ static void call_all(long k)
  */
 #define expect_jmp(fn, tramp) expect_direct(fn, tramp)
 #else
-/* target of an e8/e9 at @fn's site, 0 if the opcode is not @op */
-static notrace unsigned long branch_target(const void *fn, unsigned char op)
-{
-	unsigned char b[TC_SITE_SIZE];
-	int32_t rel;
-
-	if (tc_read_site(fn, b) != TC_SITE_SIZE || b[0] != op)
-		return 0;
-	memcpy(&rel, b + 1, 4);
-	return tc_site(fn) + TC_SITE_SIZE + (long)rel;
-}
+#define branch_target tc_branch_target
 
 /* e9 straight to the direct trampoline */
 #define expect_jmp(fn, tramp)                                                  \

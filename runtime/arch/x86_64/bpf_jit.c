@@ -32,6 +32,7 @@
  */
 #include <string.h>
 #include "core/bpf_trampoline.h"
+#include "mem/execmem.h"
 #include "insn.h"
 
 
@@ -502,7 +503,9 @@ int arch_prepare_bpf_trampoline(const struct tramp_desc *d, unsigned char *buf, 
 		emit8(&j, j.slots[k]);
 	for (int k = 0; k < j.nfix && !j.overflow; k++) {
 		size_t at4 = j.slot_fix[k];
-		unsigned int rel = (unsigned int)(*data_off + 8 * (size_t)j.slot_idx[k] - (at4 + 4));
+		/* read from the image's data twin (ARCH_TRAMP_DATA_TWIN) */
+		unsigned int rel = (unsigned int)(USFT_EXECMEM_TWIN + *data_off +
+						  8 * (size_t)j.slot_idx[k] - (at4 + 4));
 
 		memcpy(j.buf + at4, &rel, 4);
 	}

@@ -107,7 +107,11 @@ return_to_handler:
  * The per-site stub template, never executed in place.  Its first two
  * instructions enter the tasks-RCU reader section, so nothing after them
  * reads stub memory outside one (a thread before them is seen by the
- * reclaim scan: its pc is in trampoline memory).
+ * reclaim scan: its pc is in trampoline memory).  A copy reads its data
+ * words from its data twin (mem/execmem.h): arch/x86_64/ftrace.c moves
+ * both RIP-relative references there (byte layout checked there:
+ * 4c 8b 1d <disp32> at the start, 4c 8d 1d <disp32> at
+ * ftrace_graph_stub_lea).
  */
 	.balign 8
 	.globl	ftrace_graph_stub
@@ -116,6 +120,9 @@ return_to_handler:
 ftrace_graph_stub:
 	movq	ftrace_graph_stub_data(%rip), %r11
 	SPAN_ENTER %r11
+	.globl	ftrace_graph_stub_lea
+	.hidden	ftrace_graph_stub_lea
+ftrace_graph_stub_lea:
 	leaq	ftrace_graph_stub_data(%rip), %r11
 	jmp	*GS_CALLER(%r11)
 	int3

@@ -24,6 +24,7 @@ extern const char ftrace_regs_caller_jmp[];
 extern const char ftrace_caller_op_ptr[], ftrace_call[];
 extern const char ftrace_regs_caller_op_ptr[], ftrace_regs_call[];
 extern const char ftrace_graph_stub[], ftrace_graph_stub_data[], ftrace_graph_stub_end[];
+extern const char ftrace_graph_stub_lea[];
 extern const char ftrace_graph_jmp_caller[];
 
 /* what the shared callers call (kernel: the patched call at ftrace_call) */
@@ -90,9 +91,12 @@ static size_t tmpl_data_off(bool regs)
 /*
  * Per-ops copies load the ops and the callback straight from their own
  * data words: re-point the two RIP-relative loads and drop the second
- * indirection (layout documented at LOAD_OP/CALL_FUNC in entry.S).
+ * indirection (layout documented at LOAD_OP/CALL_FUNC in entry.S).  The
+ * callback word changes while threads run the copy (re-registration, the
+ * stub before a grace period): @twin set, the call loads it from the
+ * copy's data twin (mem/execmem.h), where one store updates it.
  */
-static int bake_loads(unsigned char *buf, bool regs)
+static int bake_loads(unsigned char *buf, bool regs, bool twin)
 {
 	const char *base = regs ? ftrace_regs_caller : ftrace_caller;
 	unsigned char *op = buf + ((regs ? ftrace_regs_caller_op_ptr : ftrace_caller_op_ptr) - base);
@@ -108,9 +112,25 @@ static int bake_loads(unsigned char *buf, bool regs)
 	memcpy(op + 7, "\x0f\x1f\x00", 3);
 	memcpy(&disp, call + 3, 4);
 	disp += (int)(offsetof(struct tramp_data, funcv) - offsetof(struct tramp_data, funcp));
+	if (twin)
+		disp += (int)USFT_EXECMEM_TWIN;
 	memcpy(call + 3, &disp, 4);
 	memcpy(call + 7, "\xff\xd0", 2);
 	return 0;
+}
+
+/* the callback word a per-ops copy at @addr calls through (in its twin) */
+static unsigned long *copy_func_word(unsigned long addr, bool regs)
+{
+	return (unsigned long *)(usft_execmem_twin(addr) + tmpl_data_off(regs) +
+				 offsetof(struct tramp_data, funcv));
+}
+
+/* point every copy of @p at @func: one store each, no text write */
+static void copies_set_func(struct usft_ops_private *p, unsigned long func)
+{
+	for (unsigned int i = 0; i < p->nr; i++)
+		__atomic_store_n(copy_func_word(p->copy[i].addr, p->regs), func, __ATOMIC_RELEASE);
 }
 
 /*
@@ -147,19 +167,23 @@ static unsigned long make_copy_for(struct usft_window *w, bool regs, struct ftra
 		d->funcv = (unsigned long)ftrace_callsite_func;
 		d->opp = addr + doff + offsetof(struct tramp_data, opv);
 		d->funcp = addr + doff + offsetof(struct tramp_data, funcv);
-		if (bake_loads(buf, regs)) {
+		/* a per-callsite copy's callback never changes: it stays in the copy */
+		if (bake_loads(buf, regs, false)) {
 			free(buf);
 			return 0;
 		}
 	} else if (ops) {
 		d->opv = (unsigned long)ops;
-		d->funcv = (unsigned long)ftrace_ops_get_func(ops);
+		d->funcv = 0;	/* unused: the call reads the twin's word */
 		d->opp = addr + doff + offsetof(struct tramp_data, opv);
-		d->funcp = addr + doff + offsetof(struct tramp_data, funcv);
-		if (bake_loads(buf, regs)) {
+		d->funcp = 0;
+		if (bake_loads(buf, regs, true)) {
 			free(buf);
 			return 0;
 		}
+		/* published by the batch's syncs, before any site calls the copy */
+		__atomic_store_n(copy_func_word(addr, regs), (unsigned long)ftrace_ops_get_func(ops),
+				 __ATOMIC_RELEASE);
 		/* a per-ops trampoline never serves a direct ops: no orig_ax test */
 		if (regs) {
 			unsigned char *jnz = buf + (ftrace_regs_caller_jmp - ftrace_regs_caller);
@@ -223,11 +247,34 @@ static size_t graph_stub_size(void)
 	return (size_t)(ftrace_graph_stub_end - ftrace_graph_stub);
 }
 
+/* the stub's data words, in the twin of the stub at @addr */
+static struct graph_stub_data *graph_stub_words(unsigned long addr)
+{
+	return (struct graph_stub_data *)(usft_execmem_twin(addr) +
+					  (size_t)(ftrace_graph_stub_data - ftrace_graph_stub));
+}
+
 /* the word holding the callback in the stub at @addr */
 static unsigned long graph_stub_func_word(unsigned long addr)
 {
-	return addr + (size_t)(ftrace_graph_stub_data - ftrace_graph_stub) +
-	       offsetof(struct graph_stub_data, func);
+	return (unsigned long)&graph_stub_words(addr)->func;
+}
+
+/* point the stub's two RIP-relative references at its twin (fgraph_entry.S) */
+static int graph_stub_to_twin(unsigned char *buf)
+{
+	unsigned char *refs[2] = { buf, buf + (ftrace_graph_stub_lea - ftrace_graph_stub) };
+
+	for (int k = 0; k < 2; k++) {
+		int disp;
+
+		if (refs[k][0] != 0x4c || refs[k][1] != (k ? 0x8d : 0x8b) || refs[k][2] != 0x1d)
+			return -EINVAL;
+		memcpy(&disp, refs[k] + 3, 4);
+		disp += (int)USFT_EXECMEM_TWIN;
+		memcpy(refs[k] + 3, &disp, 4);
+	}
+	return 0;
 }
 
 /*
@@ -269,13 +316,16 @@ static unsigned long graph_stub(struct usft_ops_private *p, unsigned long ip, bo
 	if (!addr || !x86_rel32_ok(ip, addr) || !x86_rel32_ok(ip, addr + size))
 		goto fail;
 	memcpy(buf, ftrace_graph_stub, size);
-	d = (struct graph_stub_data *)(buf + (ftrace_graph_stub_data - ftrace_graph_stub));
+	if (graph_stub_to_twin(buf))
+		goto fail;
+	/* the words go to the twin; the batch's syncs publish them with the stub */
+	d = graph_stub_words(addr);
 	d->tpoff = usft_task_tpoff();
 	d->regfn = (unsigned long)usft_task_register;
 	d->caller = (unsigned long)ftrace_graph_jmp_caller;
 	d->ip = ip;
 	d->ops = (unsigned long)p->ops;
-	d->func = (unsigned long)ftrace_ops_get_func(p->ops);
+	__atomic_store_n(&d->func, (unsigned long)ftrace_ops_get_func(p->ops), __ATOMIC_RELEASE);
 	/* made in pass 1 of a batch (or before a single poke): its syncs cover it */
 	if (x86_text_copy(addr, buf, size, false))
 		goto fail;
@@ -294,19 +344,15 @@ fail:
 	return 0;
 }
 
-/* point the callback word of every stub of @p at @func (one open/close of their pages) */
+/* point the callback word of every stub of @p at @func: one store each, in the twins */
 static void graph_stubs_set_func(struct usft_ops_private *p, unsigned long func)
 {
 	if (!p->stubs)
 		return;
 	for (unsigned long i = 0; i < (1UL << GRAPH_STUB_BITS); i++)
-		for (struct graph_stub *gs = p->stubs[i]; gs; gs = gs->next) {
-			unsigned long word = graph_stub_func_word(gs->addr);
-
-			if (!usft_text_open(word, 8))
-				usft_text_write(word, &func, 8);
-		}
-	usft_text_close_all();
+		for (struct graph_stub *gs = p->stubs[i]; gs; gs = gs->next)
+			__atomic_store_n((unsigned long *)graph_stub_func_word(gs->addr), func,
+					 __ATOMIC_RELEASE);
 }
 
 static void graph_stubs_free(struct usft_ops_private *p)
@@ -571,15 +617,7 @@ void arch_ftrace_update_trampoline(struct ftrace_ops *ops)
 		ops->trampoline = p->copy[0].addr;
 		ops->flags |= FTRACE_OPS_FL_ALLOC_TRAMP;
 		/* re-registered static ops: re-point the callback in every copy */
-		for (unsigned int i = 0; i < p->nr; i++) {
-			unsigned long word = p->copy[i].addr + tmpl_data_off(p->regs) +
-					     offsetof(struct tramp_data, funcv);
-			unsigned long f = (unsigned long)ftrace_ops_get_func(ops);
-
-			if (!usft_text_open(word, 8))
-				usft_text_write(word, &f, 8);
-			usft_text_close_all();
-		}
+		copies_set_func(p, (unsigned long)ftrace_ops_get_func(ops));
 		graph_stubs_set_func(p, (unsigned long)ftrace_ops_get_func(ops));
 		return;
 	}
@@ -629,16 +667,7 @@ void arch_ftrace_trampoline_quiesce(struct ftrace_ops *ops)
 
 	if (!p || p->ops != ops)
 		return;
-	for (unsigned int i = 0; i < p->nr; i++) {
-		unsigned long word = p->copy[i].addr + tmpl_data_off(p->regs) +
-				     offsetof(struct tramp_data, funcv);
-
-		unsigned long stub = (unsigned long)ftrace_stub;
-
-		if (!usft_text_open(word, 8))
-			usft_text_write(word, &stub, 8);
-		usft_text_close_all();
-	}
+	copies_set_func(p, (unsigned long)ftrace_stub);
 	graph_stubs_set_func(p, (unsigned long)ftrace_stub);
 }
 

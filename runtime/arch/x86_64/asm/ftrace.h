@@ -24,5 +24,12 @@
  * span_gen (asm/entry.h; core/internal.h says why), not nest/gen.
  */
 #define ARCH_HAS_SPLIT_TASK_SPAN	1
+/*
+ * A BPF-like image reads its callback words from its data twin
+ * (mem/execmem.h), RIP-relative: core/bpf_trampoline.c puts them there and
+ * retires them with plain stores.  Per-ops copies and graph stubs do the
+ * same (arch/x86_64/ftrace.c).
+ */
+#define ARCH_TRAMP_DATA_TWIN		1
 
 #endif
