@@ -174,8 +174,9 @@ void usft_record_summary(const struct usft_out *o, const char *prog, const char 
 	int r;
 
 	if (o->direct) {
-		fprintf(stderr, "usft: the trace went to %s as it was written (not a regular file: "
-			"no summary)\n", file);
+		/* the processes wrote it themselves: a failed write is theirs to tell */
+		fprintf(stderr, "usft: the trace went straight to %s (not a regular file: no "
+			"summary; a process that could not write it said so above)\n", file);
 		return;
 	}
 	if (empty) {

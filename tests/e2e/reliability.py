@@ -301,6 +301,9 @@ def case_output_errors():
     rc, out, err = usft("record", "-o", "/dev/full", tracee("nest"))
     check(rc == rc0 and out == out0, "/dev/full: rc %d" % rc)
     check("ENOSPC" in err and "no patchable" not in err, "/dev/full: %r" % err)
+    # no summary for a device, and none that reads as if the trace were whole
+    check("no summary" in err and "as it was written" not in err
+          and err.index("ENOSPC") < err.index("no summary"), "/dev/full summary: %r" % err)
     # a real full file system: a 64 KiB tmpfs (root), else a file size limit
     mnt = work("small")
     os.mkdir(mnt)
