@@ -182,6 +182,44 @@ def case_crash_safe():
     print("%d runs: %s" % (RUNS, ", ".join("%s %d" % kv for kv in sorted(modes.items()))))
 
 
+def case_crash_in_write():
+    """The salvage decides whether the drain the writer was inside reached the
+    file.  libtracee-writekill.so kills the tracee inside the writer's
+    writev() of an EVENTS chunk: before the write of a chunk the same size
+    as one the thread wrote already (the case a size match took for
+    written, losing the chunk's events), and just after a write (which must
+    not be appended twice).  Every call made is in the trace, once."""
+    work = e2e.ARGS.work
+    lib = os.path.join(e2e.ARGS.tracees, "libtracee-writekill.so")
+    for when in ("before", "after"):
+        for tracer in ("function", "function_graph"):
+            prog = os.path.join(work, "wk-%s-%s" % (when, tracer))
+            out = prog + ".dat"
+            renv = env()
+            renv.update({"LD_PRELOAD": lib, "WRITEKILL": when})
+            # 16 KiB rings, lossless: the writer drains full rings, chunks of one size
+            p = subprocess.run([e2e.ARGS.usft, "record", "-q", "-p", tracer, "-o", out,
+                                "-b", "16", "--lossless", "--",
+                                tracee("crash"), "loop", "0", prog], env=renv, cwd=work,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=60)
+            what = "killed %s a write (%s)" % (when, tracer)
+            err = p.stderr.decode(errors="replace")
+            check(p.returncode == 128 + signal.SIGKILL, "%s: exit %d: %s"
+                  % (what, p.returncode, err))
+            pr = progress(prog)
+            check(pr is not None and pr[0] > 0, "%s: the tracee made no call" % what)
+            calls, _, exitinfo, _ = read_trace(out)
+            main = sum(calls.get("step", {}).values())
+            second = sum(calls.get("step2", {}).values())
+            check(pr[0] <= main <= pr[0] + 1 and pr[1] <= second <= pr[1] + 1,
+                  "%s: %d and %d calls in the trace, the tracee made %d and %d"
+                  % (what, main, second, pr[0], pr[1]))
+            check("status=killed" in exitinfo, "%s: the file does not say how the process "
+                  "ended: %r" % (what, exitinfo))
+            os.unlink(out)
+            os.unlink(prog)
+
+
 def lost_in(path):
     """events the EVENTS chunks of @path count as lost (their arg)"""
     with open(path, "rb") as f:
