@@ -274,6 +274,38 @@ def case_tracecmd():
     check(rc == 1 and "regular file" in err, "-o /dev/null: %d %s" % (rc, err))
 
 
+def case_tracecmd_efbig():
+    """libtracecmd 3.1 keeps a CPU's part of a trace.dat in an int: past
+    2047 MiB it fails after copying it.  usft says so before the copy, names
+    the way out (--tid, --pid), and leaves -o as it was.  One thread pinned
+    to CPU 0 makes a part of about 2.3 GB (85 M function events); it needs
+    about 5 GB of disk in the work directory (TMPDIR there), else skips."""
+    import os
+    work = e2e.ARGS.work
+    st = os.statvfs(work)
+    if st.f_bavail * st.f_frsize < (8 << 30):
+        print("SKIP e2e_views_tracecmd_efbig: less than 8 GiB free in %s" % work)
+        raise SystemExit(77)
+    big, out = os.path.join(work, "big.dat"), os.path.join(work, "big.tc.dat")
+    rc, _, err = e2e.run(["taskset", "-c", "0", e2e.ARGS.usft, "record", "-p", "function",
+                          "-o", big, "--", tracee("loop"), "85000000"], timeout=300)
+    check(rc == 0 and "85000001 events, 0 lost" in err, "record: %d %s" % (rc, err))
+    with open(out, "w") as f:
+        f.write("kept\n")
+    before = set(os.listdir(work))
+    try:
+        rc, _, err = usft("report", "-i", big, "--format", "trace-cmd", "-o", out,
+                          env={"TMPDIR": work}, timeout=300)
+    finally:
+        os.unlink(big)
+    check(rc == 1 and "writes at most 2047 MiB per CPU" in err and "--tid" in err,
+          "a CPU part over 2 GiB: %d %s" % (rc, err))
+    with open(out) as f:
+        check(f.read() == "kept\n", "-o was changed by a refused conversion")
+    left = set(os.listdir(work)) - before
+    check(not left, "left behind: %s" % left)
+
+
 CASES = {k[5:]: v for k, v in globals().items() if k.startswith("case_")}
 
 
