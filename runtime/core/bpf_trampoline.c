@@ -218,27 +218,26 @@ static unsigned long *image_words(const struct tramp_image *im)
 static void image_quiesce(struct tramp_image *im)
 {
 	unsigned long *w = image_words(im);
+	bool in_text = !ARCH_TRAMP_DATA_TWIN;
 
-	for (int k = 0; ARCH_TRAMP_DATA_TWIN && k + 2 < im->nr_data; k += 3) {
-		__atomic_store_n(&w[k], (unsigned long)stub_prog, __ATOMIC_RELEASE);
-		__atomic_store_n(&w[k + 1], 0UL, __ATOMIC_RELEASE);
-		__atomic_store_n(&w[k + 2], (unsigned long)&stub_misses, __ATOMIC_RELEASE);
-	}
-	if (ARCH_TRAMP_DATA_TWIN)
+	if (!im->nr_data)
 		return;
-	if (!im->nr_data || usft_text_open((unsigned long)w, 8UL * im->nr_data)) {
+	if (in_text && usft_text_open((unsigned long)w, 8UL * im->nr_data)) {
 		usft_text_close_all();
 		return;
 	}
 	for (int k = 0; k + 2 < im->nr_data; k += 3) {
-		unsigned long prog = (unsigned long)stub_prog, zero = 0,
-			      misses = (unsigned long)&stub_misses;
+		const unsigned long v[3] = { (unsigned long)stub_prog, 0,
+					     (unsigned long)&stub_misses };
 
-		usft_text_write((unsigned long)&w[k], &prog, 8);
-		usft_text_write((unsigned long)&w[k + 1], &zero, 8);
-		usft_text_write((unsigned long)&w[k + 2], &misses, 8);
+		for (int i = 0; i < 3; i++)
+			if (in_text)
+				usft_text_write((unsigned long)&w[k + i], &v[i], 8);
+			else
+				__atomic_store_n(&w[k + i], v[i], __ATOMIC_RELEASE);
 	}
-	usft_text_close_all();
+	if (in_text)
+		usft_text_close_all();
 }
 
 /* kernel bpf_tramp_image_put() */

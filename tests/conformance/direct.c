@@ -152,8 +152,6 @@ static void call_all(long k)
  */
 #define expect_jmp(fn, tramp) expect_direct(fn, tramp)
 #else
-#define branch_target tc_branch_target
-
 /* e9 straight to the direct trampoline */
 #define expect_jmp(fn, tramp)                                                  \
 	do {                                                                   \
@@ -162,9 +160,9 @@ static void call_all(long k)
 		tc_read_site((const void *)(fn), _b);                          \
 		cr_assert(_b[0] == 0xe9, "site of %s: expected jmp e9, got %s", \
 			  #fn, tc_fmt_bytes(_b, TC_SITE_SIZE, _s));            \
-		cr_assert_eq(branch_target((const void *)(fn), 0xe9), (tramp), \
+		cr_assert_eq(tc_branch_target((const void *)(fn), 0xe9), (tramp), \
 			     "site of %s jumps to %#lx, not %#lx", #fn,        \
-			     branch_target((const void *)(fn), 0xe9),          \
+			     tc_branch_target((const void *)(fn), 0xe9),          \
 			     (unsigned long)(tramp));                          \
 	} while (0)
 #endif
