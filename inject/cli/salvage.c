@@ -260,12 +260,110 @@ static bool chunk_holds(int fd, off_t pos, const struct ringmap *r, const struct
 	return same;
 }
 
+static bool chunk_hdr_ok(const struct usft_chunk_hdr *h, off_t pos, off_t end)
+{
+	return !memcmp(h->magic, USFT_TRACE_MAGIC, 4) && h->version == USFT_TRACE_VERSION &&
+	       h->type >= USFT_CHUNK_SESSION && h->type <= USFT_CHUNK_PAD &&
+	       h->size <= (uint64_t)(end - pos - (off_t)sizeof(*h));
+}
+
+/*
+ * The chunk at @pos has the header of @fl's drain but not all its bytes:
+ * the process died inside the write, which came out short, and other
+ * processes appended after it (their chunks now read as its body).  Find
+ * where its bytes end: the body matches the ring up to there (a page
+ * given back reads zero and matches anything), and a whole chunk header
+ * starts there.  Return: that offset, or -1 (no such place: a damaged file).
+ */
+static off_t partial_end(int fd, off_t pos, off_t end, const struct ringmap *r,
+			 const struct inflight *fl)
+{
+	off_t body = pos + (off_t)sizeof(struct usft_chunk_hdr), have = end - body, w = 0, at = -1;
+	uint64_t *ring;
+	char *file;
+
+	if (have > (off_t)fl->bytes)
+		have = (off_t)fl->bytes;
+	if (have <= 0)
+		return -1;
+	/* an earlier chunk of the same size (the usual case here) differs at once */
+	{
+		uint64_t head[8], n = (uint64_t)have < sizeof(head) ? (uint64_t)have : sizeof(head);
+		uint64_t *rh = ring_copy(r, fl->slot, fl->from, fl->from + n);
+		bool zero = true, differs;
+
+		for (uint64_t k = 0; rh && k < n / 8; k++)
+			zero = zero && !rh[k];
+		/* a ring page given back reads zero: no telling, look further */
+		differs = rh && !zero && pread(fd, head, n, body) == (ssize_t)n && memcmp(rh, head, n);
+		free(rh);
+		if (differs)
+			return -1;
+	}
+	ring = ring_copy(r, fl->slot, fl->from, fl->from + fl->bytes);
+	file = ring ? malloc((size_t)have + sizeof(struct usft_chunk_hdr)) : NULL;
+	if (!file || pread(fd, file, (size_t)have, body) != (ssize_t)have)
+		goto out;
+	/* the matching prefix, page by ring page (a zero page: given back) */
+	while (w < have) {
+		off_t step = 4096 - (off_t)((fl->from + (uint64_t)w) & 4095);
+		const char *rp = (const char *)ring + w;
+		bool zero = true;
+
+		if (step > have - w)
+			step = have - w;
+		for (off_t k = 0; k < step && zero; k++)
+			zero = !rp[k];
+		if (!zero && memcmp(rp, file + w, (size_t)step)) {
+			while (rp[0] == file[w])	/* the first byte that differs */
+				rp++, w++;
+			break;
+		}
+		w += step;
+	}
+	/* the next header at or before that byte, 8-aligned as every chunk is */
+	for (off_t e = w & ~(off_t)7; e >= 0 && at < 0; e -= 8) {
+		struct usft_chunk_hdr h;
+
+		if (e + (off_t)sizeof(h) <= have)
+			memcpy(&h, file + e, sizeof(h));
+		else if (pread(fd, &h, sizeof(h), body + e) != sizeof(h))
+			continue;
+		if (chunk_hdr_ok(&h, body + e, end))
+			at = body + e;
+	}
+out:
+	free(file);
+	free(ring);
+	return at;
+}
+
+/* a PAD header over [@pos, @to) (our own descriptor: O_APPEND off for it) */
+static bool put_pad(int fd, off_t pos, off_t to, uint32_t pid)
+{
+	struct usft_chunk_hdr h = { .version = USFT_TRACE_VERSION, .type = USFT_CHUNK_PAD,
+				    .pid = pid,
+				    .size = (uint64_t)(to - pos) - sizeof(struct usft_chunk_hdr) };
+	int fl = fcntl(fd, F_GETFL);
+	bool ok;
+
+	memcpy(h.magic, USFT_TRACE_MAGIC, 4);
+	if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_APPEND))
+		return false;
+	ok = pwrite(fd, &h, sizeof(h), pos) == (ssize_t)sizeof(h);
+	fcntl(fd, F_SETFL, fl);
+	return ok;
+}
+
 /*
  * A complete chunk for a drain the writer was inside is in the file when
  * the LAST chunk of that process is an EVENTS chunk of the thread holding
  * those very bytes (a size alone is not enough: a thread calling at a
  * steady pace writes many chunks of one size); cut a partial chunk off
- * the end of the file.
+ * the end of the file.  A partial one with other processes' chunks after
+ * it (the process died inside a short write while they went on) becomes
+ * a PAD chunk over its own bytes: the whole chunk is appended again from
+ * the rings, and what follows it reads as it was written.
  */
 static void check_tail(int fd, const struct ringmap *r, struct inflight *fl, size_t nfl)
 {
@@ -276,15 +374,32 @@ static void check_tail(int fd, const struct ringmap *r, struct inflight *fl, siz
 	if (fstat(fd, &st))
 		return;
 	while (pos + (off_t)sizeof(h) <= st.st_size) {
+		struct inflight *mine = NULL;
+		bool ok, holds = false;
+
 		if (pread(fd, &h, sizeof(h), pos) != sizeof(h) || memcmp(h.magic, USFT_TRACE_MAGIC, 4))
 			break;
-		if (h.size > (uint64_t)(st.st_size - pos - (off_t)sizeof(h)))
+		for (size_t i = 0; i < nfl && !mine; i++)
+			if (fl[i].pid == h.pid && h.type == USFT_CHUNK_EVENTS && fl[i].tid == h.tid &&
+			    h.size == ((fl[i].bytes + 7) & ~7ULL))
+				mine = &fl[i];
+		ok = h.size <= (uint64_t)(st.st_size - pos - (off_t)sizeof(h));
+		holds = mine && ok && chunk_holds(fd, pos + (off_t)sizeof(h), r, mine);
+		if (mine && !holds) {
+			/* an earlier chunk of that size (not the drain's), or its short write */
+			off_t e = partial_end(fd, pos, st.st_size, r, mine);
+
+			if (e > pos && put_pad(fd, pos, e, h.pid)) {
+				mine->written = false;
+				pos = e;
+				continue;
+			}
+		}
+		if (!ok)
 			break;	/* cut */
 		for (size_t i = 0; i < nfl; i++)
 			if (fl[i].pid == h.pid)
-				fl[i].written = h.type == USFT_CHUNK_EVENTS && fl[i].tid == h.tid &&
-						h.size == fl[i].bytes &&
-						chunk_holds(fd, pos + (off_t)sizeof(h), r, &fl[i]);
+				fl[i].written = &fl[i] == mine && holds;
 		pos += (off_t)sizeof(h) + (off_t)h.size;
 	}
 	if (pos < st.st_size && ftruncate(fd, pos))

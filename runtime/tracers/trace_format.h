@@ -57,6 +57,13 @@ enum usft_chunk_type {
 	 * died without finishing the trace and that usft did not reap.
 	 */
 	USFT_CHUNK_EXIT = 8,
+	/*
+	 * Nothing: what a process left of a chunk it died inside the write of
+	 * (a short write, other processes' chunks after it), made a chunk by
+	 * the `usft record` that salvaged it, which appended the whole chunk
+	 * again from the rings.  Readers skip it.
+	 */
+	USFT_CHUNK_PAD = 9,
 };
 
 struct usft_chunk_hdr {

@@ -13,6 +13,13 @@
  *                     after 200 chunks without one, before the next
  *   WRITEKILL=after   just after the third EVENTS chunk is written (the
  *                     drain must not be appended a second time)
+ *   WRITEKILL=short   in a fork child only (not the process the
+ *                     interposer was loaded in), at its first EVENTS chunk
+ *                     of over 8 KiB: writes the header and the first 4 KiB
+ *                     of the body (the short write a kill inside a write
+ *                     leaves), waits until another process appended after
+ *                     it (1 s at most), then dies (the partial chunk must
+ *                     not hide what the others wrote after it)
  *
  * Only writev() calls made from usft's libraries count; the chunk header
  * is read as the trace format defines it (runtime/tracers/trace_format.h).
@@ -23,7 +30,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 struct hdr {			/* struct usft_chunk_hdr */
@@ -38,6 +47,35 @@ struct hdr {			/* struct usft_chunk_hdr */
 
 static struct { uint32_t tid; uint64_t size; } seen[SEEN];
 static unsigned int nseen, nevents;
+static pid_t first_pid;
+
+__attribute__((constructor)) static void note_pid(void)
+{
+	first_pid = getpid();
+}
+
+/* the header and 4 KiB of the body, then death once the file grew past it */
+static void short_write(int fd, const struct iovec *iov, int n,
+			ssize_t (*real)(int, const struct iovec *, int))
+{
+	struct iovec v[2] = { iov[0], { NULL, 4096 } };
+	struct stat st;
+
+	if (n < 2 || iov[1].iov_len < 4096)
+		return;
+	v[1].iov_base = iov[1].iov_base;
+	if (real(fd, v, 2) != (ssize_t)(iov[0].iov_len + 4096) || fstat(fd, &st))
+		return;
+	for (int i = 0; i < 1000; i++) {
+		struct stat now;
+		struct timespec ms = { 0, 1000000 };
+
+		if (!fstat(fd, &now) && now.st_size > st.st_size)
+			break;
+		nanosleep(&ms, NULL);
+	}
+	kill(getpid(), SIGKILL);
+}
 
 static int from_libusft(const void *pc)
 {
@@ -79,6 +117,8 @@ ssize_t writev(int fd, const struct iovec *iov, int n)
 	    !from_libusft(__builtin_return_address(0)))
 		return real(fd, iov, n);
 	nevents++;
+	if (!strcmp(mode, "short") && getpid() != first_pid && h->size > 8192)
+		short_write(fd, iov, n, real);
 	if (!strcmp(mode, "before") && (same_as_last(h->tid, h->size) || nevents > 200))
 		kill(getpid(), SIGKILL);
 	r = real(fd, iov, n);
