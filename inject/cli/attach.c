@@ -163,11 +163,11 @@ static int ctl_connect(const struct usft_target *t)
  * connection itself.
  */
 static int ctl_request_fd(int fd, int op, const char *text, char **out, int *rfd,
-			  bool (*stop)(void));
+			  bool (*stop)(void), int sfd);
 
 static int ctl_request(int fd, int op, const char *text, char **out)
 {
-	return ctl_request_fd(fd, op, text, out, NULL, NULL);
+	return ctl_request_fd(fd, op, text, out, NULL, NULL, -1);
 }
 
 /* one packet; a descriptor it carries (SCM_RIGHTS) into *@rfd when asked */
@@ -202,16 +202,21 @@ static ssize_t recv_packet(int fd, char *pkt, size_t cap, int *rfd)
  * ctl_request(), and a descriptor the reply carries into *@rfd (-1: none).
  * @stop (NULL: none): while no reply has come, asked every 100 ms and at
  * each signal; true gives up the wait (-EINTR; the connection is then out
- * of step and to be closed).
+ * of step and to be closed).  @sfd (-1: none): a descriptor the request
+ * carries (SCM_RIGHTS).
  */
 static int ctl_request_fd(int fd, int op, const char *text, char **out, int *rfd,
-			  bool (*stop)(void))
+			  bool (*stop)(void), int sfd)
 {
 	size_t tl = text ? strlen(text) : 0, len = 0;
 	struct usft_ctl_hdr h = { .magic = USFT_CTL_MAGIC, .version = USFT_CTL_VERSION,
 				  .op = (uint16_t)op, .len = (uint32_t)tl };
 	struct iovec iov[2] = { { &h, sizeof(h) }, { (void *)text, tl } };
 	struct msghdr m = { .msg_iov = iov, .msg_iovlen = tl ? 2 : 1 };
+	union {
+		struct cmsghdr c;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} u;
 	char *pkt = malloc(sizeof(h) + USFT_CTL_MAX_TEXT), *buf = NULL;
 	size_t cap = 0;
 	int status = 0;
@@ -222,6 +227,18 @@ static int ctl_request_fd(int fd, int op, const char *text, char **out, int *rfd
 		*rfd = -1;
 	if (!pkt)
 		return -ENOMEM;
+	if (sfd >= 0) {
+		struct cmsghdr *c;
+
+		memset(&u, 0, sizeof(u));
+		m.msg_control = u.buf;
+		m.msg_controllen = sizeof(u.buf);
+		c = CMSG_FIRSTHDR(&m);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(c), &sfd, sizeof(int));
+	}
 	/* a signal (the tracefs server's FUSE interrupt) must not cost the
 	 * connection: a request or reply cut short would desynchronise it */
 	do {
@@ -384,7 +401,7 @@ int usft_ctl_request(int fd, int op, const char *text, char **out)
 
 int usft_ctl_request_until(int fd, int op, const char *text, char **out, bool (*stop)(void))
 {
-	return ctl_request_fd(fd, op, text, out, NULL, stop);
+	return ctl_request_fd(fd, op, text, out, NULL, stop, -1);
 }
 
 int usft_ctl_connect(pid_t pid)
@@ -632,6 +649,162 @@ static void on_signal(int sig)
 }
 
 /*
+ * The children the process forks while recorded (docs/attach.md): each
+ * sends its rings' memfd and a pidfd of itself on @sock, the socket START
+ * carried (USFT_CTL_CHILD), so that one that dies loses nothing either.
+ */
+struct kid {
+	pid_t pid;
+	int pidfd, ring_fd;
+	unsigned long long start;	/* /proc/PID/stat starttime, 0: unknown */
+};
+
+struct kids {
+	int sock;			/* ours; -1: none */
+	struct kid *v;
+	size_t n, cap;
+	unsigned long refused;		/* packets that did not parse, or no room */
+};
+
+#define KIDS_MAX	65536
+
+static void kid_close(struct kid *k)
+{
+	if (k->pidfd >= 0)
+		close(k->pidfd);
+	if (k->ring_fd >= 0)
+		close(k->ring_fd);
+	k->pidfd = k->ring_fd = -1;
+}
+
+/* one packet of @k->sock; Return: false when none is there */
+static bool kids_read_one(struct kids *k)
+{
+	struct usft_ctl_hdr h;
+	char text[64], *end;
+	union {
+		struct cmsghdr c;
+		char buf[CMSG_SPACE(4 * sizeof(int))];
+	} u;
+	struct iovec iov[2] = { { &h, sizeof(h) }, { text, sizeof(text) - 1 } };
+	struct msghdr m = { .msg_iov = iov, .msg_iovlen = 2, .msg_control = u.buf,
+			    .msg_controllen = sizeof(u.buf) };
+	struct kid kid = { .pid = 0, .pidfd = -1, .ring_fd = -1 };
+	int fds[4], nfd = 0;
+	ssize_t n = recvmsg(k->sock, &m, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+	long pid;
+
+	if (n < 0 && errno == EINTR)
+		return true;
+	if (n <= 0)
+		return false;
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c)) {
+		size_t cnt = c->cmsg_len > CMSG_LEN(0) ? (c->cmsg_len - CMSG_LEN(0)) / sizeof(int) : 0;
+
+		for (size_t j = 0; c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
+				   j < cnt; j++) {
+			int fd;
+
+			memcpy(&fd, CMSG_DATA(c) + j * sizeof(int), sizeof(int));
+			if (nfd < 4)
+				fds[nfd++] = fd;
+			else
+				close(fd);
+		}
+	}
+	text[n > (ssize_t)sizeof(h) ? (size_t)n - sizeof(h) : 0] = 0;
+	kid.ring_fd = nfd > 0 ? fds[0] : -1;
+	kid.pidfd = nfd > 1 ? fds[1] : -1;
+	for (int i = 2; i < nfd; i++)
+		close(fds[i]);
+	if (n < (ssize_t)sizeof(h) || h.magic != USFT_CTL_MAGIC || h.op != USFT_CTL_CHILD ||
+	    h.len != (size_t)n - sizeof(h) || strncmp(text, "pid=", 4) ||
+	    (pid = strtol(text + 4, &end, 10)) <= 0 || *end != '\n' || kid.ring_fd < 0 ||
+	    (k->n == k->cap && k->cap >= KIDS_MAX)) {
+		k->refused++;
+		kid_close(&kid);
+		return true;
+	}
+	if (k->n == k->cap) {
+		size_t cap = k->cap ? k->cap * 2 : 16;
+		struct kid *v = realloc(k->v, cap * sizeof(*v));
+
+		if (!v) {
+			k->refused++;
+			kid_close(&kid);
+			return true;
+		}
+		k->v = v;
+		k->cap = cap;
+	}
+	kid.pid = (pid_t)pid;
+	/* its start time while it runs (the pidfd says whether it still does) */
+	if (kid.pidfd >= 0) {
+		struct pollfd p = { kid.pidfd, POLLIN, 0 };
+
+		if (poll(&p, 1, 0) == 0)
+			kid.start = usft_proc_start_time(kid.pid);
+	}
+	k->v[k->n++] = kid;
+	return true;
+}
+
+static void kids_read(struct kids *k)
+{
+	while (k->sock >= 0 && kids_read_one(k))
+		;
+}
+
+/*
+ * The recording is over: each child that has died since it was forked
+ * (every thread gone) gets its exit status noted and, if its rings say it
+ * never finished its trace, what they still held appended, as for the
+ * process itself (record_dead()).  Children still running go on recording
+ * on their own (their sessions are theirs) and are counted in the summary.
+ */
+static void kids_end(struct kids *k, const struct usft_out *out, bool quiet)
+{
+	size_t running = 0;
+
+	kids_read(k);
+	for (size_t i = 0; i < k->n; i++) {
+		struct kid *c = &k->v[i];
+		struct pollfd p = { c->pidfd, POLLIN, 0 };
+		int status;
+		bool gone = c->pidfd >= 0 ? poll(&p, 1, 0) > 0 : usft_proc_gone(c->pid);
+
+		if (!gone) {
+			/* a child dying now: its rings say so (live), and it is not running */
+			if (usft_rings_fd_live(c->ring_fd) && c->pidfd >= 0 && poll(&p, 1, 200) > 0)
+				gone = true;
+		}
+		if (!gone) {
+			running++;
+		} else if (!out->direct) {
+			if (usft_proc_exit_status(c->pid, c->pidfd, c->start, &status))
+				usft_exit_note(c->pid, status);
+			if (usft_rings_fd_live(c->ring_fd))
+				usft_rings_salvage_fd(c->ring_fd, usft_out_write_path(out));
+		}
+		kid_close(c);
+	}
+	if (running && !quiet)
+		fprintf(stderr, "usft: %zu process%s forked while recorded still run%s, each "
+			"recording on its own into the trace until it exits (not crash-safe from "
+			"now on)\n", running, running == 1 ? "" : "es", running == 1 ? "s" : "");
+	if (k->refused && !quiet)
+		fprintf(stderr, "usft: warning: %lu packet%s on the children's socket did not "
+			"parse or found no room: those children's last events are lost if they "
+			"were killed\n", k->refused, k->refused == 1 ? "" : "s");
+	free(k->v);
+	k->v = NULL;
+	k->n = k->cap = 0;
+	if (k->sock >= 0)
+		close(k->sock);
+	k->sock = -1;
+}
+
+/*
  * The process is gone (killed, crashed, exited): what its rings still held
  * (the writer thread's last period, the kept-back function_graph entry) and
  * how it ended go into the trace (docs/attach.md, "Crash-safe recording").
@@ -648,7 +821,6 @@ static void record_dead(const struct usft_out *out, const struct usft_target *t,
 	if (usft_proc_exit_status(t->pid, pidfd, t->start_time, &status))
 		usft_exit_note(t->pid, status);
 	usft_rings_salvage_fd(ring_fd, usft_out_write_path(out));
-	usft_exits_write(usft_out_write_path(out));
 }
 
 /*
@@ -685,10 +857,18 @@ static int ctl_ended(int fd)
 	return n >= (ssize_t)sizeof(h) && h.magic == USFT_CTL_MAGIC && h.op == USFT_CTL_ENDED;
 }
 
-/* the file renamed into place, the summary; Return: @rc or a failure */
-static int finish_record(struct usft_out *out, const struct usft_target *t, bool quiet, int rc)
+/*
+ * The children's rings, every exit status noted, the file renamed into
+ * place, the summary; Return: @rc or a failure
+ */
+static int finish_record(struct usft_out *out, const struct usft_target *t, bool quiet, int rc,
+			 struct kids *kids)
 {
 	bool empty;
+
+	kids_end(kids, out, quiet);
+	if (!out->direct)
+		usft_exits_write(usft_out_write_path(out));
 
 	if (usft_out_commit(out, false, &empty))
 		return USFT_EXIT_RECORD_FAIL;
@@ -740,6 +920,8 @@ int usft_record_pid(const char *arg, const struct usft_record_args *a)
 	long end_ms;
 	pid_t pid, mnt = -1;
 	int fd, r = 0, pidfd, ring_fd = -1;
+	struct kids kids = { .sock = -1 };
+	int kids_poll;
 
 	r = parse_pid("record", arg, &pid);
 	if (r)
@@ -784,8 +966,19 @@ int usft_record_pid(const char *arg, const struct usft_record_args *a)
 	usft_attach_step("configured (WRITEs)");
 	if (!step) {
 		free(why);
-		/* the reply carries the rings' memfd: crash-safe (control.c) */
-		r = ctl_request_fd(fd, USFT_CTL_START, "detach_on_close", &why, &ring_fd, NULL);
+		int sv[2] = { -1, -1 };
+
+		/*
+		 * The reply carries the rings' memfd: crash-safe (control.c).
+		 * The request carries a socket for the rings of the children it
+		 * forks (kids_read()); a runtime that predates it drops it.
+		 */
+		if (!socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv))
+			kids.sock = sv[0];
+		r = ctl_request_fd(fd, USFT_CTL_START, "detach_on_close", &why, &ring_fd, NULL,
+				   sv[1]);
+		if (sv[1] >= 0)
+			close(sv[1]);
 		usft_attach_step("START request");
 		if (r)
 			step = "start";
@@ -824,11 +1017,19 @@ int usft_record_pid(const char *arg, const struct usft_record_args *a)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
 	end_ms = a->duration > 0 ? ms_now() + (long)(a->duration * 1000) : 0;
+	kids_poll = kids.sock;
 	while (!record_stop && (!end_ms || ms_now() < end_ms)) {
-		struct pollfd p = { fd, POLLIN, 0 };
+		struct pollfd p = { fd, POLLIN, 0 }, pk[2] = { { fd, POLLIN, 0 },
+							      { kids_poll, POLLIN, 0 } };
 
-		if (poll(&p, 1, 50) > 0 && !(p.revents & (POLLHUP | POLLERR)) &&
-		    (p.revents & POLLIN)) {
+		if (poll(pk, 2, 50) > 0 && pk[1].revents) {
+			kids_read(&kids);
+			/* no sender left (a runtime that dropped it): nothing more comes */
+			if (pk[1].revents & (POLLHUP | POLLERR))
+				kids_poll = -1;
+		}
+		p.revents = pk[0].revents;
+		if (p.revents && !(p.revents & (POLLHUP | POLLERR)) && (p.revents & POLLIN)) {
 			int e = ctl_ended(fd);
 
 			if (e > 0)
@@ -846,7 +1047,7 @@ int usft_record_pid(const char *arg, const struct usft_record_args *a)
 			else if (!a->quiet)
 				fprintf(stderr, "usft: process %d called exec: the recording ended with "
 					"its old image (attach again to trace the new one)\n", (int)pid);
-			r = finish_record(&out, &t, a->quiet, 0);
+			r = finish_record(&out, &t, a->quiet, 0, &kids);
 			goto out_close;
 		}
 	}
@@ -864,12 +1065,15 @@ int usft_record_pid(const char *arg, const struct usft_record_args *a)
 	r = finish_detach("record", fd, pid, &t, a->quiet);
 	if (usft_proc_gone(pid) && record_ended(pid, pidfd, ring_fd))
 		record_dead(&out, &t, pidfd, ring_fd);	/* it died during the stop */
-	r = finish_record(&out, &t, a->quiet, r);
+	r = finish_record(&out, &t, a->quiet, r, &kids);
 	usft_attach_step("file committed");
 	goto out_close;
 out_detach:
 	finish_detach("record", fd, pid, &t, true);
 out_close:
+	free(kids.v);
+	if (kids.sock >= 0)
+		close(kids.sock);
 	if (ring_fd >= 0)
 		close(ring_fd);
 	if (pidfd >= 0)

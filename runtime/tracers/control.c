@@ -77,11 +77,16 @@ static struct {
 	bool atfork_done;
 	unsigned long nr_requests, nr_refused;
 	char *waiting[CTL_MAX_CLIENTS];	/* per client: its parked PIPE_WAIT's text */
+	/* the clients' connections (-1: none); a forked child closes its copies */
+	int cl[CTL_MAX_CLIENTS];
+	/* a descriptor the request being handled carried (SCM_RIGHTS), -1 */
+	int req_fd;
 } C = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
 	.lfd = -1,
 	.wake = { -1, -1 },
 	.owner = -1,
+	.req_fd = -1,
 	.conf = { .tracer = "function" },
 };
 
@@ -659,6 +664,7 @@ static void do_stop(void)
 {
 	usft_triggers_stop();
 	usft_tracer_end();
+	usft_tbuf_ring_drop(-1);	/* children forked from now on do not record */
 }
 
 /* ---- requests -------------------------------------------------------------- */
@@ -756,6 +762,9 @@ static bool handle(int fd, char *pkt, ssize_t n, size_t cap, char **wait)
 		ret = do_start(why, sizeof(why));
 		if (!ret && *text) {
 			C.owner = fd;
+			/* the recorder's socket for the rings of children forked now */
+			usft_tbuf_ring_drop(C.req_fd);
+			C.req_fd = -1;
 			if (reply_ring_fd(fd, h.op))
 				return false;
 			return true;
@@ -802,7 +811,9 @@ static void drop_client(int *cl, int i)
 {
 	free(C.waiting[i]);	/* a reader gone (or interrupted): its wait with it */
 	C.waiting[i] = NULL;
-	if (cl[i] == C.owner) {
+	int fd = cl[i];
+
+	if (fd == C.owner) {
 		/* the `usft record -P` that started this is gone (killed): detach */
 		do_stop();
 		if (usft_control_detach_hook)
@@ -810,8 +821,9 @@ static void drop_client(int *cl, int i)
 		C.owner = -1;
 		C.detach = true;
 	}
-	close(cl[i]);
-	cl[i] = -1;
+	/* the slot first: a fork now never finds a number closed (then reused) in it */
+	__atomic_store_n(&cl[i], -1, __ATOMIC_RELEASE);
+	close(fd);
 }
 
 /*
@@ -849,10 +861,50 @@ static bool serve_waits(const int *cl, char *scratch, bool *served)
 	return left;
 }
 
+/*
+ * One request packet of @fd (recv(2)'s return, MSG_TRUNC: its whole
+ * length).  A descriptor it carries goes to C.req_fd (START's: the
+ * recorder's socket for children's rings); more than one, or one that is
+ * not a SOCK_SEQPACKET socket, is closed at once.
+ */
+static ssize_t recv_request(int fd, char *pkt, size_t cap)
+{
+	union {
+		struct cmsghdr c;
+		char buf[CMSG_SPACE(4 * sizeof(int))];
+	} u;
+	struct iovec iov = { pkt, cap };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+			    .msg_controllen = sizeof(u.buf) };
+	ssize_t n = recvmsg(fd, &m, MSG_TRUNC | MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+
+	if (n < 0)
+		return n;
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c)) {
+		size_t k = c->cmsg_len > CMSG_LEN(0) ? (c->cmsg_len - CMSG_LEN(0)) / sizeof(int) : 0;
+
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		for (size_t j = 0; j < k; j++) {
+			int rfd, type = 0;
+			socklen_t tl = sizeof(type);
+
+			memcpy(&rfd, CMSG_DATA(c) + j * sizeof(int), sizeof(int));
+			if (C.req_fd < 0 && !getsockopt(rfd, SOL_SOCKET, SO_TYPE, &type, &tl) &&
+			    type == SOCK_SEQPACKET) {
+				C.req_fd = rfd;
+				continue;
+			}
+			close(rfd);
+		}
+	}
+	return n;
+}
+
 static void *ctl_main(void *arg)
 {
 	size_t cap = sizeof(struct usft_ctl_hdr) + USFT_CTL_MAX_TEXT + 1;
-	int cl[CTL_MAX_CLIENTS], wait_ms = -1;
+	int *cl = C.cl, wait_ms = -1;
 	char *pkt;
 
 	/* every call of this thread is usft's own: never recorded */
@@ -909,7 +961,7 @@ static void *ctl_main(void *arg)
 
 			if (cl[i] < 0 || !p[2 + i].revents)
 				continue;
-			n = recv(cl[i], pkt, cap, MSG_TRUNC | MSG_DONTWAIT);
+			n = recv_request(cl[i], pkt, cap);
 			if (n < 0 && (errno == EAGAIN || errno == EINTR))
 				continue;
 			pthread_mutex_lock(&C.lock);
@@ -920,6 +972,10 @@ static void *ctl_main(void *arg)
 				drop_client(cl, i);
 			else if (C.waiting[i])
 				parked = true;
+			/* a descriptor no request took */
+			if (C.req_fd >= 0)
+				close(C.req_fd);
+			C.req_fd = -1;
 			pthread_mutex_unlock(&C.lock);
 		}
 		if (parked) {
@@ -971,8 +1027,11 @@ static void *ctl_main(void *arg)
 	free(pkt);
 	pthread_mutex_lock(&C.lock);
 	for (int i = 0; i < CTL_MAX_CLIENTS; i++) {
-		if (cl[i] >= 0)
-			close(cl[i]);
+		int fd = cl[i];
+
+		__atomic_store_n(&cl[i], -1, __ATOMIC_RELEASE);
+		if (fd >= 0)
+			close(fd);
 		free(C.waiting[i]);
 		C.waiting[i] = NULL;
 	}
@@ -1006,6 +1065,16 @@ static void ctl_atfork_child(void)
 {
 	pthread_mutex_init(&C.lock, NULL);
 	if (C.running) {
+		/*
+		 * The parent's clients too: a child that kept a `usft record -P`
+		 * connection open would hide the parent's death from it (no
+		 * hang-up) and take its STOP into a socket nobody reads.
+		 */
+		for (int i = 0; i < CTL_MAX_CLIENTS; i++) {
+			if (C.cl[i] >= 0)
+				close(C.cl[i]);
+			C.cl[i] = -1;
+		}
 		close(C.lfd);
 		close(C.wake[0]);
 		close(C.wake[1]);

@@ -80,6 +80,15 @@ enum usft_ctl_op {
 	 * while they wait for a reply.
 	 */
 	USFT_CTL_ENDED = 0x100,
+	/*
+	 * Not a request either.  START with detach_on_close may carry one
+	 * descriptor (SCM_RIGHTS): a SOCK_SEQPACKET socket of the recorder's.
+	 * A child the process forks while recorded sends on it, before it
+	 * records anything, one packet of this op with text "pid=N\n" and
+	 * two descriptors: the memfd of its own rings and a pidfd of itself
+	 * (only the memfd where pidfd_open() fails).  STOP closes the socket.
+	 */
+	USFT_CTL_CHILD = 0x101,
 };
 
 /*

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -25,6 +26,7 @@
 #include <sys/rseq.h>
 #endif
 #include "core/trace_clock.h"	/* mono_ns() */
+#include "control.h"
 #include "ring_buffer.h"
 #include "tid.h"
 
@@ -71,6 +73,14 @@ static dev_t ring_dev;		/* the file at ring_fd (a program may close it) */
 static ino_t ring_ino;
 static size_t ring_map_bytes;
 static size_t pool_ring, pool_prof_bytes;	/* what init_headers() is given */
+/*
+ * `usft record -P`: the recorder's SOCK_SEQPACKET socket (START carried
+ * it), where a child forked while recorded sends its new memfd and a pidfd
+ * of itself, so the recorder holds its rings too (-1: none).
+ */
+static int drop_fd = -1;
+static dev_t drop_dev;
+static ino_t drop_ino;
 static char *pool_profs;
 
 static void ring_fd_note(void)
@@ -670,6 +680,83 @@ int usft_tbuf_ring_fd(void)
 	return ring_file && ring_fd_ours() ? ring_fd : -1;
 }
 
+/* drop_fd is still the recorder's socket (a program may close any number) */
+static bool drop_fd_ours(void)
+{
+	struct stat st;
+	int fd = __atomic_load_n(&drop_fd, __ATOMIC_ACQUIRE);
+
+	return fd >= 0 && !fstat(fd, &st) && st.st_dev == drop_dev && st.st_ino == drop_ino;
+}
+
+void usft_tbuf_ring_drop(int fd)
+{
+	struct stat st;
+	int old = drop_fd;
+
+	if (old >= 0 && drop_fd_ours()) {
+		__atomic_store_n(&drop_fd, -1, __ATOMIC_RELEASE);
+		close(old);
+	}
+	__atomic_store_n(&drop_fd, -1, __ATOMIC_RELEASE);
+	if (fd < 0)
+		return;
+	fd = high_fd(fd);
+	if (fstat(fd, &st)) {
+		close(fd);
+		return;
+	}
+	drop_dev = st.st_dev;
+	drop_ino = st.st_ino;
+	__atomic_store_n(&drop_fd, fd, __ATOMIC_RELEASE);
+}
+
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+
+/*
+ * Fork child of an attached process: its new memfd and a pidfd of itself
+ * to the recorder, one packet (a header, "pid=N\n"), before it records
+ * anything.  In flight, the descriptors keep the file alive even if the
+ * child dies at once.  Never waits: a full or closed socket (the recorder
+ * gone) leaves the child recording, not crash-safe.
+ */
+static void drop_child_rings(int memfd)
+{
+	struct usft_ctl_hdr h = { .magic = USFT_CTL_MAGIC, .version = USFT_CTL_VERSION,
+				  .op = USFT_CTL_CHILD };
+	union {
+		struct cmsghdr c;
+		char buf[CMSG_SPACE(2 * sizeof(int))];
+	} u;
+	char text[32];
+	struct iovec iov[2] = { { &h, sizeof(h) }, { text, 0 } };
+	struct msghdr m = { .msg_iov = iov, .msg_iovlen = 2, .msg_control = u.buf };
+	int fds[2] = { memfd, -1 }, nfd = 1, e = errno;
+	struct cmsghdr *c;
+
+	if (!drop_fd_ours())
+		return;
+	fds[1] = (int)syscall(SYS_pidfd_open, getpid(), 0);
+	if (fds[1] >= 0)
+		nfd = 2;
+	iov[1].iov_len = (size_t)snprintf(text, sizeof(text), "pid=%d\n", (int)getpid());
+	h.len = (uint32_t)iov[1].iov_len;
+	memset(&u, 0, sizeof(u));
+	m.msg_controllen = CMSG_SPACE((size_t)nfd * sizeof(int));
+	c = CMSG_FIRSTHDR(&m);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN((size_t)nfd * sizeof(int));
+	memcpy(CMSG_DATA(c), fds, (size_t)nfd * sizeof(int));
+	while (sendmsg(drop_fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL) < 0 && errno == EINTR)
+		;
+	if (fds[1] >= 0)
+		close(fds[1]);
+	errno = e;
+}
+
 void usft_tbuf_ring_done(void)
 {
 	if (!ring_file)
@@ -723,6 +810,8 @@ static void atfork_child_rings(void)
 	ring_file_header(ring_file, nr_slots, pool_ring, hdr_off, data_off);
 	if (fd < 0)
 		ring_file = NULL;	/* private from now on */
+	else if (ring_anon)
+		drop_child_rings(fd);
 }
 
 /* fork child: only the forking thread exists; its old events are the parent's */

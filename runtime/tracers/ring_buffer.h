@@ -323,6 +323,11 @@ const char *usft_tbuf_ring_path(void);
 int usft_tbuf_ring_fd(void);
 /* the session ended cleanly: mark the file ended and remove it */
 void usft_tbuf_ring_done(void);
+/*
+ * `usft record -P`: the recorder's socket for the rings of children forked
+ * while recorded (START carried it; docs/attach.md); -1 closes the one held.
+ */
+void usft_tbuf_ring_drop(int fd);
 /* a later session (an attached process) starts: the file is live again */
 void usft_tbuf_ring_live(void);
 /* the lossless policy on or off (off before the writer stops) */

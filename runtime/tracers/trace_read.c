@@ -109,6 +109,8 @@ static void session_set(struct usft_rsession *s, const char *key, size_t klen,
 	}
 	if (KEY("ppid"))
 		s->ppid = atoi(val);
+	else if (KEY("forked"))
+		s->forked = atoi(val) == 1;
 	else if (KEY("base_ns"))
 		s->base_ns = strtoull(val, NULL, 10);
 	else if (KEY("nr_cpus"))
@@ -780,6 +782,13 @@ static int read_chunks(int fd, struct usft_trace *t, enum read_mode mode)
 			parse_session(s, buf, h.size);
 			t->sess_values |= s->values;
 			s->text = dupn(buf, strnlen(buf, h.size));
+			/* a fork child: its parent as the fork left it (usft_trace_sym()) */
+			s->parent = -1;
+			if (s->forked && s->ppid > 0 && (uint32_t)s->ppid != h.pid &&
+			    (si = find_session(&pids, (uint32_t)s->ppid)) >= 0) {
+				s->parent = si;
+				s->parent_epoch = t->sess[si].epoch;
+			}
 			continue;
 		}
 		si = find_session(&pids, h.pid);
@@ -931,9 +940,11 @@ const char *usft_trace_sym(struct usft_trace *t, unsigned int sess, uint32_t epo
 	struct usft_rsession *s;
 	size_t lo = 0, hi;
 
+again:
 	if (sess >= t->nsess)
 		return NULL;
 	s = &t->sess[sess];
+	lo = 0;
 	if (!s->syms_sorted) {
 		if (s->nsyms)
 			qsort(s->syms, s->nsyms, sizeof(*s->syms), sym_cmp);
@@ -956,6 +967,17 @@ const char *usft_trace_sym(struct usft_trace *t, unsigned int sess, uint32_t epo
 		if (offset)
 			*offset = s->syms[lo].offset;
 		return s->syms[lo].name;
+	}
+	/*
+	 * A fork child that unmapped nothing since the fork has its parent's
+	 * address space: the parent's name of the time.  The events its
+	 * writer never wrote (recovered from its rings after it died) are
+	 * named this way; earlier sessions only, so the walk ends.
+	 */
+	if (s->forked && s->parent >= 0 && (unsigned int)s->parent < sess && !epoch) {
+		epoch = s->parent_epoch;
+		sess = (unsigned int)s->parent;
+		goto again;
 	}
 	return NULL;
 }

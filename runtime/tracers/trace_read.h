@@ -45,6 +45,9 @@ struct usft_rprof {
 /* one process image: a SESSION chunk and what followed it for that pid */
 struct usft_rsession {
 	int pid, ppid;
+	bool forked;		/* SESSION says forked=1: a fork child's */
+	int parent;		/* then its parent's session, -1: not in the file */
+	uint16_t parent_epoch;	/* the parent's UNMAP count at the fork */
 	char *tracer, *comm, *exe, *cmdline, *clock, *unmatched, *version;
 	uint64_t base_ns;
 	int nr_cpus;

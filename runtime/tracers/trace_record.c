@@ -842,7 +842,7 @@ static void cat_file(const char *path, char *buf, size_t len, bool nul_to_space)
 	}
 }
 
-static void write_session(int ppid)
+static void write_session(int ppid, bool forked)
 {
 	char exe[PATH_MAX] = "", cmdline[1024], comm[32], *text;
 	const struct usft_trace_opts *o = &S.opts;
@@ -863,14 +863,17 @@ static void write_session(int ppid)
 	snprintf(text, len,
 		 "version=%s\ntracer=%s\npid=%d\nppid=%d\ncomm=%s\nexe=%s\ncmdline=%s\n"
 		 "clock=%s\nbase_ns=%llu\nnr_cpus=%ld\nbuffer_size=%zu\nfilter=%s\n"
-		 "notrace=%s\ngraph_funcs=%s\nmax_depth=%d\nunmatched=%s\nvalues=%d\ngraph_notrace=%s\n",
+		 "notrace=%s\ngraph_funcs=%s\nmax_depth=%d\nunmatched=%s\nvalues=%d\ngraph_notrace=%s\n"
+		 "%s",
 		 USFT_VERSION_STRING, S.tracer->name, S.pid, ppid, comm, exe, cmdline,
 		 usft_trace_clock_name(), usft_trace_base, sysconf(_SC_NPROCESSORS_CONF),
 		 o->buffer_size, o->filter ? o->filter : "", o->notrace_list ? o->notrace_list : "",
 		 o->graph_funcs ? o->graph_funcs : "", o->max_depth, S.unmatched,
 		 /* EV_DATA records may follow events: readers that stream load instead */
 		 (o->args_spec && *o->args_spec) || (o->retval_spec && *o->retval_spec) ||
-		 o->funcgraph_retval, o->graph_notrace ? o->graph_notrace : "");
+		 o->funcgraph_retval, o->graph_notrace ? o->graph_notrace : "",
+		 /* a fork child: its parent's names hold for what it never named */
+		 forked ? "forked=1\n" : "");
 	write_text_chunk(USFT_CHUNK_SESSION, text);
 	free(text);
 }
@@ -936,7 +939,7 @@ static void atfork_child(void)
 	session_reset_writer_state();
 	S.drained0 = S.drained;
 	S.given0 = usft_tbuf_given_back();
-	write_session(ppid);
+	write_session(ppid, true);
 	start_writer();
 	usft_self_end();
 }
@@ -1085,7 +1088,7 @@ static int tracer_start(const struct usft_trace_opts *o)
 	S.pid = getpid();
 	note_unmatched(S.opts.filter);
 	usft_trace_base = usft_trace_clock();
-	write_session(getppid());
+	write_session(getppid(), false);
 	usft_tracing_on = 1;
 	S.active = true;
 	usft_tr_ops_install();

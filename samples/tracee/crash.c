@@ -12,6 +12,12 @@
  * With a fourth argument "go", the N calls are counted only once the word
  * PROGRESS[2] is not 0 (an attach test stores it once the recording runs;
  * the calls before are made all the same).
+ * With a fifth argument "child", the main thread forks once the word
+ * PROGRESS[2] is not 0: the child stores its pid in PROGRESS[5], calls
+ * cstep() (its number in PROGRESS[4] before each call) and ends by MODE
+ * after N calls; the parent loops on as in "loop", reaps the child and
+ * stores 1 in PROGRESS[6] once it has (tests/e2e/crash.py,
+ * attach_child_crash_safe: the rings of a child forked while recorded).
  * The crash-safety tests (tests/e2e/crash.py, crash_safe and
  * attach_crash_safe) check that every call the progress file counts is in
  * the trace.
@@ -24,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include "tracee.h"
 
@@ -68,6 +75,29 @@ TRACEE void crash_here(const char *mode)
 	_exit(3);
 }
 
+TRACEE long cstep(long x)
+{
+	KEEP();
+	return leaf(x) + 2;
+}
+
+/* the forked child of the "child" mode: N calls of cstep(), then MODE */
+static void child_main(const char *mode, long n)
+{
+	long v = 0, i;
+
+	progress[5] = getpid();
+	for (i = 0; !strcmp(mode, "loop") || i < n; i++) {
+		progress[4] = i;
+		v = cstep(v);
+		if (!(i % 64))
+			usleep(100);
+	}
+	progress[4] = i;
+	crash_here(mode);
+	_exit((int)(v & 1));
+}
+
 static void *second(void *arg)
 {
 	long v = 0;
@@ -86,11 +116,13 @@ int main(int argc, char **argv)
 	const char *mode = argc > 1 ? argv[1] : "loop";
 	long n = argc > 2 ? atol(argv[2]) : 1000, v = 0, i, left;
 	bool go = argc > 4 && !strcmp(argv[4], "go");
+	bool child = argc > 5 && !strcmp(argv[5], "child");
+	pid_t kid = -1;
 	pthread_t t;
 	int fd;
 
 	if (argc < 4) {
-		fprintf(stderr, "usage: crash segv|abort|bus|exit|loop N PROGRESS\n");
+		fprintf(stderr, "usage: crash segv|abort|bus|exit|loop N PROGRESS [go [child]]\n");
 		return 2;
 	}
 	fd = open(argv[3], O_RDWR | O_CREAT | O_TRUNC, 0600);
@@ -99,11 +131,20 @@ int main(int argc, char **argv)
 	progress = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (progress == MAP_FAILED)
 		return 1;
-	progress[0] = progress[1] = -1;
+	progress[0] = progress[1] = progress[4] = -1;
 	pthread_create(&t, NULL, second, NULL);
-	for (i = 0, left = n; !strcmp(mode, "loop") || left > 0; i++) {
+	for (i = 0, left = n; child || !strcmp(mode, "loop") || left > 0; i++) {
 		progress[0] = i;
 		v = step(v);
+		if (child && kid < 0 && progress[2]) {
+			kid = fork();
+			if (kid == 0)
+				child_main(mode, n);
+		}
+		if (kid > 0 && !(i % 16) && waitpid(kid, NULL, WNOHANG) == kid) {
+			progress[6] = 1;
+			kid = 0;
+		}
 		if (!go || progress[2])
 			left--;
 		if (!(i % 64))

@@ -162,24 +162,40 @@ def one(i, rnd, work):
     return mode
 
 
-def case_crash_safe():
+def check_report(out, tracer, func, want, what):
+    """`usft report -i @out` reads the file and shows @want calls of @func"""
+    rc, text, err = e2e.usft("report", "-i", out)
+    check(rc == 0 and count(text, tracer, func) == want,
+          "%s: report (%d) shows %d %s() calls, the file holds %d: %s"
+          % (what, rc, count(text, tracer, func), func, want, err))
+    return text
+
+
+def seeded_runs(runs, run):
+    """run(i, rnd) for i in 0..@runs-1 with one seeded random source (the
+    seed printed, USFT_CRASH_SEED repeats it); Return: {mode it ran: times}"""
     seed = int(os.environ.get("USFT_CRASH_SEED", str(int(time.time()))))
     rnd = random.Random(seed)
     print("seed %d (USFT_CRASH_SEED=%d repeats this run)" % (seed, seed))
     modes = {}
-    for i in range(RUNS):
+    for i in range(runs):
         try:
-            m = one(i, rnd, e2e.ARGS.work)
+            m = run(i, rnd)
         except Fail as f:
             raise Fail("seed %d: %s" % (seed, f))
         modes[m] = modes.get(m, 0) + 1
+    print("%d runs: %s" % (runs, ", ".join("%s %d" % kv for kv in sorted(modes.items()))))
+    return modes
+
+
+def case_crash_safe():
+    seeded_runs(RUNS, lambda i, rnd: one(i, rnd, e2e.ARGS.work))
     # the file says how it ended: one run's summary, checked in full
     prog = os.path.join(e2e.ARGS.work, "p")
     rc, out, err = e2e.usft("record", "-o", "s.dat", "--", tracee("crash"), "segv", "10", prog)
     check(rc == 128 + signal.SIGSEGV, "segv run: exit %d" % rc)
     check(re.search(r"tracee-crash-\d+ killed by SIGSEGV( \(core dumped\))?; \d+ events "
                     r"recovered", err), "the summary does not say how it ended:\n" + err)
-    print("%d runs: %s" % (RUNS, ", ".join("%s %d" % kv for kv in sorted(modes.items()))))
 
 
 def case_crash_in_write():
@@ -220,22 +236,103 @@ def case_crash_in_write():
             os.unlink(prog)
 
 
-def lost_in(path):
-    """events the EVENTS chunks of @path count as lost (their arg)"""
+def chunks(path):
+    """(type, pid, arg, body) of each chunk of @path, in order"""
     with open(path, "rb") as f:
         data = f.read()
-    pos, lost = 0, 0
+    pos = 0
     while pos + 32 <= len(data):
-        _, _, typ, _, _, size, arg = struct.unpack_from("<4sHHIIQQ", data, pos)
-        if typ == 2:
-            lost += arg
+        _, _, typ, pid, _, size, arg = struct.unpack_from("<4sHHIIQQ", data, pos)
+        yield typ, pid, arg, data[pos + 32:pos + 32 + size]
         pos += 32 + size
-    return lost
+
+
+def chunk_types(path):
+    """the chunk types of @path, in order"""
+    return [c[0] for c in chunks(path)]
+
+
+def case_crash_short_write():
+    """A process killed inside a write can leave a short write: a chunk
+    header and part of its body, and the other processes' chunks after it
+    then read as its body.  libtracee-writekill.so (WRITEKILL=short) makes
+    the fork child of tracee-crash write the header and 4 KiB of an EVENTS
+    chunk, wait until its parent appended, and die; then the parent is
+    killed.  The salvage makes the partial chunk a PAD chunk and appends it
+    whole from the child's rings: every call of both processes is in the
+    trace once (without the repair, the cut at the partial chunk loses what
+    the parent wrote after it)."""
+    work = e2e.ARGS.work
+    lib = os.path.join(e2e.ARGS.tracees, "libtracee-writekill.so")
+    for tracer in ("function", "function_graph"):
+        prog = os.path.join(work, "sw-%s" % tracer)
+        out = prog + ".dat"
+        what = "short write (%s)" % tracer
+        renv = env()
+        renv.update({"LD_PRELOAD": lib, "WRITEKILL": "short"})
+        p = subprocess.Popen([e2e.ARGS.usft, "record", "-q", "-p", tracer, "-o", out, "--",
+                              tracee("crash"), "loop", "0", prog, "go", "child"], env=renv,
+                             cwd=work, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        try:
+            wait_word(prog, 1, lambda v: v >= 0, what, 30)
+            set_go(prog)    # the parent forks now
+            wait_word(prog, 6, lambda v: v == 1, what)  # the child died, reaped
+            kid = progress_words(prog)[5]
+            pid = children(p.pid)[0]
+            os.kill(pid, signal.SIGKILL)
+            _, err = p.communicate(timeout=60)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.communicate()
+        err = err.decode(errors="replace")
+        check(p.returncode == 128 + signal.SIGKILL, "%s: exit %d: %s" % (what, p.returncode, err))
+        pr = progress_words(prog)
+        calls, _, _, _ = read_trace(out)
+        main = calls.get("step", {}).get(pid, 0)
+        second = sum(v for k, v in calls.get("step2", {}).items())
+        child = calls.get("cstep", {}).get(kid, 0)
+        check(pr[0] <= main <= pr[0] + 1 and pr[1] <= second <= pr[1] + 1,
+              "%s: %d and %d calls of the parent in the trace, it made %d and %d"
+              % (what, main, second, pr[0], pr[1]))
+        check(pr[4] <= child <= pr[4] + 1, "%s: %d cstep() calls of the child in the trace, "
+              "it made %d" % (what, child, pr[4]))
+        check(9 in chunk_types(out), "%s: no PAD chunk: the child's short write was not "
+              "followed by its parent's chunks (the case was not made)" % what)
+        check_report(out, tracer, "cstep", child, what)
+        os.unlink(out)
+        os.unlink(prog)
+
+
+def lost_in(path):
+    """events the EVENTS chunks of @path count as lost (their arg)"""
+    return sum(arg for typ, _, arg, _ in chunks(path) if typ == 2)
 
 
 def kernel_at_least(major, minor):
     m = re.match(r"(\d+)\.(\d+)", os.uname().release)
     return bool(m) and (int(m.group(1)), int(m.group(2))) >= (major, minor)
+
+
+def record_pid(pid, tracer, out, work, what):
+    """`usft record -P @pid` started; Return: it and its stderr up to its start"""
+    rec = subprocess.Popen([e2e.ARGS.usft, "record", "-P", str(pid), "-p", tracer, "-o", out],
+                           env=env(), cwd=work, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.PIPE, text=True)
+    err = ""
+    for line in rec.stderr:
+        err += line
+        if "recording process" in line:
+            break
+    check("recording process" in err, "%s: record -P did not start: %s" % (what, err))
+    return rec, err
+
+
+def set_go(prog):
+    """tracee-crash's word 2: the N calls count from now (and "child" forks)"""
+    with open(prog, "r+b") as f:
+        f.seek(16)
+        f.write(struct.pack("<q", 1))
 
 
 def attach_one(i, rnd, work, reap_early_ok):
@@ -254,19 +351,9 @@ def attach_one(i, rnd, work, reap_early_ok):
     while time.time() < deadline and not (progress(prog) and progress(prog)[1] >= 0):
         time.sleep(0.002)
     p0 = progress(prog)
-    rec = subprocess.Popen([e2e.ARGS.usft, "record", "-P", str(t.pid), "-p", tracer, "-o", out],
-                           env=env(), cwd=work, stdout=subprocess.DEVNULL,
-                           stderr=subprocess.PIPE, text=True)
-    err = ""
-    for line in rec.stderr:
-        err += line
-        if "recording process" in line:
-            break
-    check("recording process" in err, "run %d: record -P did not start: %s" % (i, err))
+    rec, err = record_pid(t.pid, tracer, out, work, "run %d" % i)
     p1 = progress(prog)     # every call after these is traced
-    with open(prog, "r+b") as f:
-        f.seek(16)
-        f.write(struct.pack("<q", 1))   # go: the N calls before the crash count now
+    set_go(prog)            # the N calls before the crash count now
     sig = {"segv": signal.SIGSEGV, "abort": signal.SIGABRT}.get(mode)
     if mode == "kill":
         time.sleep(rnd.uniform(0, 0.03))
@@ -312,10 +399,7 @@ def attach_one(i, rnd, work, reap_early_ok):
     check(re.search(r"tracee-crash-%d killed by SIG%s" % (t.pid, signal.Signals(sig).name[3:]),
                     err), "%s: the summary does not say how it ended:\n%s" % (what, err))
     if i % 5 == 0:
-        rc, text, rerr = e2e.usft("report", "-i", out)
-        check(rc == 0 and count(text, tracer, "step") == main,
-              "%s: report (%d) shows %d step() calls, the file holds %d: %s"
-              % (what, rc, count(text, tracer, "step"), main, rerr))
+        check_report(out, tracer, "step", main, what)
     os.unlink(out)
     os.unlink(prog)
     return mode
@@ -325,19 +409,133 @@ def case_attach_crash_safe():
     """usft record -P: the rings of an attached process are a memfd it sends
     the recorder at START; a process that dies while recorded loses nothing
     it wrote, and the file says how it ended (docs/attach.md)."""
-    seed = int(os.environ.get("USFT_CRASH_SEED", str(int(time.time()))))
-    rnd = random.Random(seed)
-    print("seed %d (USFT_CRASH_SEED=%d repeats this run)" % (seed, seed))
-    runs = int(os.environ.get("USFT_ATTACH_CRASH_RUNS", "12"))
     early = kernel_at_least(6, 15)
-    modes = {}
-    for i in range(runs):
-        try:
-            m = attach_one(i, rnd, e2e.ARGS.work, early)
-        except Fail as f:
-            raise Fail("seed %d: %s" % (seed, f))
-        modes[m] = modes.get(m, 0) + 1
-    print("%d runs: %s" % (runs, ", ".join("%s %d" % kv for kv in sorted(modes.items()))))
+    seeded_runs(int(os.environ.get("USFT_ATTACH_CRASH_RUNS", "12")),
+                lambda i, rnd: attach_one(i, rnd, e2e.ARGS.work, early))
+
+
+def progress_words(path, n=8):
+    try:
+        with open(path, "rb") as f:
+            return struct.unpack("<%dq" % n, f.read(8 * n))
+    except (OSError, struct.error):
+        return None
+
+
+def exits_by_pid(path):
+    """{pid: the text of its EXIT chunk} of @path"""
+    return {pid: body.rstrip(b"\0").decode() for typ, pid, _, body in chunks(path) if typ == 8}
+
+
+def wait_word(path, k, pred, what, timeout=30):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        w = progress_words(path)
+        if w and pred(w[k]):
+            return w
+        time.sleep(0.002)
+    raise Fail("%s: progress word %d never came (%r)" % (what, k, progress_words(path)))
+
+
+def attach_child_one(i, rnd, work):
+    """`usft record -P` of tracee-crash, which forks a child once the
+    recording runs; the child dies (a signal from outside at a random
+    point, or its own fault after N calls) and the parent reaps it; then the
+    recording ends by ^C, or by the parent's death.  Every call the child
+    made is in the file, named, its last function entered before a fault
+    is crash_here(), and the file and the summary say how it ended."""
+    mode = rnd.choice(["kill"] * 3 + ["segv", "abort", "bus", "exit"])
+    tracer = rnd.choice(["function_graph"] * 2 + ["function"])
+    end = rnd.choice(["sigint", "sigint", "parent_killed"])
+    left_running = mode == "kill" and rnd.random() < 0.2
+    prog = os.path.join(work, "c%d" % i)
+    out = os.path.join(work, "c%d.dat" % i)
+    n = rnd.randint(0, 3000)
+    what = "child run %d (%s, %s, %s%s)" % (i, mode, tracer, end,
+                                          ", child left running" if left_running else "")
+    t = subprocess.Popen([tracee("crash"), "loop" if mode == "kill" else mode, str(n), prog,
+                          "go", "child"], env=env(), cwd=work, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL)
+    kid = 0
+    try:
+        wait_word(prog, 1, lambda v: v >= 0, what, 10)
+        rec, err = record_pid(t.pid, tracer, out, work, what)
+        set_go(prog)        # the parent forks now
+        kid = wait_word(prog, 5, lambda v: v > 0, what)[5]
+        sig = {"segv": signal.SIGSEGV, "abort": signal.SIGABRT, "bus": signal.SIGBUS}.get(mode)
+        if mode == "kill" and not left_running:
+            time.sleep(rnd.uniform(0, 0.03))
+            sig = rnd.choice([signal.SIGKILL] * 3 + [signal.SIGSEGV, signal.SIGABRT,
+                                                     signal.SIGBUS])
+            os.kill(kid, sig)
+        if not left_running:
+            wait_word(prog, 6, lambda v: v == 1, what)    # the parent reaped it
+        pr = progress_words(prog)
+        if end == "parent_killed":
+            t.kill()
+        else:
+            rec.send_signal(signal.SIGINT)
+        _, rest = rec.communicate(timeout=60)
+        err += rest
+        check(rec.returncode == 0, "%s: usft record -P exit %d: %s" % (what, rec.returncode, err))
+    finally:
+        if left_running and kid:
+            try:
+                os.kill(kid, signal.SIGKILL)
+            except OSError:
+                pass
+        if t.poll() is None:
+            t.kill()
+        t.wait(timeout=60)
+    if left_running:
+        check(re.search(r"1 process forked while recorded still runs", err),
+              "%s: the summary does not say the child still runs:\n%s" % (what, err))
+        os.unlink(out)
+        os.unlink(prog)
+        return "left running"
+    calls, last, _, _ = read_trace(out)
+    made = pr[4]        # cstep() calls 0..made-1 made (a fault: exactly N)
+    traced = calls.get("cstep", {}).get(kid, 0)
+    if lost_in(out):
+        print("%s: events lost (the writer fell behind): counts not checked" % what)
+    elif mode == "kill":
+        check(made - 1 <= traced <= made + 1,
+              "%s: %d cstep() calls of the child in the trace, it made %d" % (what, traced, made))
+    else:
+        check(traced == n, "%s: %d cstep() calls of the child in the trace, it made %d"
+              % (what, traced, n))
+    if mode != "kill":
+        check(last.get(kid) == "crash_here",
+              "%s: the child's last function entered is %s, not crash_here"
+              % (what, last.get(kid)))
+    ex = exits_by_pid(out).get(kid, "")
+    if mode == "exit":
+        check("status=exited" in ex and "code=3" in ex,
+              "%s: the file does not say the child exited with 3: %r" % (what, ex))
+    else:
+        check("status=killed" in ex and "signal=%d\n" % sig in ex,
+              "%s: the file does not say how the child ended (signal %d): %r" % (what, sig, ex))
+        check(re.search(r"tracee-crash-%d killed by SIG%s" % (kid, signal.Signals(sig).name[3:]),
+                        err), "%s: the summary does not say how the child ended:\n%s"
+              % (what, err))
+    if end == "parent_killed":
+        check("status=killed" in exits_by_pid(out).get(t.pid, ""),
+              "%s: the file does not say the parent was killed" % what)
+    # the recovered events are named: the child's parent's names (a fork)
+    text = check_report(out, tracer, "cstep", traced, what)
+    check(not re.search(r"tracee-crash-%d .*0x[0-9a-f]+\(\)" % kid, text),
+          "%s: the child's events are not all named" % what)
+    os.unlink(out)
+    os.unlink(prog)
+    return mode
+
+
+def case_attach_child_crash_safe():
+    """usft record -P: a child the attached process forks while recorded
+    sends its rings' memfd to the recorder (the socket START carried), so
+    it loses nothing it wrote when it dies either (docs/attach.md)."""
+    seeded_runs(int(os.environ.get("USFT_ATTACH_CHILD_RUNS", "10")),
+                lambda i, rnd: attach_child_one(i, rnd, e2e.ARGS.work))
 
 
 def max_rss_kb(cmd, lines=None):
@@ -451,17 +649,13 @@ def head(path, lines):
 
 def end_counts(path):
     """the END chunks' key=value numbers of @path, summed"""
-    with open(path, "rb") as f:
-        data = f.read()
-    pos, sums = 0, {}
-    while pos + 32 <= len(data):
-        _, _, typ, _, _, size, _ = struct.unpack_from("<4sHHIIQQ", data, pos)
+    sums = {}
+    for typ, _, _, body in chunks(path):
         if typ == 6:                    # END
-            for kv in data[pos + 32:pos + 32 + size].rstrip(b"\0").decode().split():
+            for kv in body.rstrip(b"\0").decode().split():
                 k, _, v = kv.partition("=")
                 if v.isdigit():
                     sums[k] = sums.get(k, 0) + int(v)
-        pos += 32 + size
     return sums
 
 
