@@ -809,10 +809,10 @@ static bool peer_ok(int fd)
 
 static void drop_client(int *cl, int i)
 {
-	free(C.waiting[i]);	/* a reader gone (or interrupted): its wait with it */
-	C.waiting[i] = NULL;
 	int fd = cl[i];
 
+	free(C.waiting[i]);	/* a reader gone (or interrupted): its wait with it */
+	C.waiting[i] = NULL;
 	if (fd == C.owner) {
 		/* the `usft record -P` that started this is gone (killed): detach */
 		do_stop();
