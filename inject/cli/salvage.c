@@ -23,6 +23,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -260,20 +261,37 @@ static bool chunk_holds(int fd, off_t pos, const struct ringmap *r, const struct
 	return same;
 }
 
-static bool chunk_hdr_ok(const struct usft_chunk_hdr *h, off_t pos, off_t end)
+/*
+ * A chunk header starts at @h: a whole one, or one a live process is
+ * writing right now (its size may reach past what the file holds yet).
+ */
+static bool chunk_hdr_start(const struct usft_chunk_hdr *h)
 {
 	return !memcmp(h->magic, USFT_TRACE_MAGIC, 4) && h->version == USFT_TRACE_VERSION &&
-	       h->type >= USFT_CHUNK_SESSION && h->type <= USFT_CHUNK_PAD &&
-	       h->size <= (uint64_t)(end - pos - (off_t)sizeof(*h));
+	       h->type >= USFT_CHUNK_SESSION && h->type <= USFT_CHUNK_PAD;
+}
+
+/* the first chunk header at or after @from (8-aligned as every chunk is), else @end */
+static off_t next_chunk(int fd, off_t from, off_t end)
+{
+	for (off_t at = from; at + (off_t)sizeof(struct usft_chunk_hdr) <= end; at += 8) {
+		struct usft_chunk_hdr h;
+
+		if (pread(fd, &h, sizeof(h), at) == sizeof(h) && chunk_hdr_start(&h))
+			return at;
+	}
+	return end;
 }
 
 /*
  * The chunk at @pos has the header of @fl's drain but not all its bytes:
- * the process died inside the write, which came out short, and other
- * processes appended after it (their chunks now read as its body).  Find
- * where its bytes end: the body matches the ring up to there (a page
- * given back reads zero and matches anything), and a whole chunk header
- * starts there.  Return: that offset, or -1 (no such place: a damaged file).
+ * the process died inside the write, which came out short (a kill stops a
+ * file write at a page boundary), and other processes may have appended
+ * after it (their chunks then read as its body).  Find where its bytes
+ * end: the body matches the ring up to there (a page given back reads zero
+ * and matches anything), and a chunk header or the end of the file is
+ * there.  Return: that offset, or -1 (no such place: an earlier chunk of
+ * the same size, or a damaged file).
  */
 static off_t partial_end(int fd, off_t pos, off_t end, const struct ringmap *r,
 			 const struct inflight *fl)
@@ -284,8 +302,10 @@ static off_t partial_end(int fd, off_t pos, off_t end, const struct ringmap *r,
 
 	if (have > (off_t)fl->bytes)
 		have = (off_t)fl->bytes;
-	if (have <= 0)
+	if (have < 0)
 		return -1;
+	if (have == 0)
+		return end == body ? end : -1;	/* the header alone */
 	/* an earlier chunk of the same size (the usual case here) differs at once */
 	{
 		uint64_t head[8], n = (uint64_t)have < sizeof(head) ? (uint64_t)have : sizeof(head);
@@ -301,7 +321,7 @@ static off_t partial_end(int fd, off_t pos, off_t end, const struct ringmap *r,
 			return -1;
 	}
 	ring = ring_copy(r, fl->slot, fl->from, fl->from + fl->bytes);
-	file = ring ? malloc((size_t)have + sizeof(struct usft_chunk_hdr)) : NULL;
+	file = ring ? malloc((size_t)have) : NULL;
 	if (!file || pread(fd, file, (size_t)have, body) != (ssize_t)have)
 		goto out;
 	/* the matching prefix, page by ring page (a zero page: given back) */
@@ -321,7 +341,11 @@ static off_t partial_end(int fd, off_t pos, off_t end, const struct ringmap *r,
 		}
 		w += step;
 	}
-	/* the next header at or before that byte, 8-aligned as every chunk is */
+	if (w == have && body + have == end && !(have & 7)) {
+		at = end;	/* it matched to the end of the file: nobody wrote after it */
+		goto out;
+	}
+	/* the next header at or before that byte */
 	for (off_t e = w & ~(off_t)7; e >= 0 && at < 0; e -= 8) {
 		struct usft_chunk_hdr h;
 
@@ -329,7 +353,7 @@ static off_t partial_end(int fd, off_t pos, off_t end, const struct ringmap *r,
 			memcpy(&h, file + e, sizeof(h));
 		else if (pread(fd, &h, sizeof(h), body + e) != sizeof(h))
 			continue;
-		if (chunk_hdr_ok(&h, body + e, end))
+		if (chunk_hdr_start(&h))
 			at = body + e;
 	}
 out:
@@ -347,6 +371,8 @@ static bool put_pad(int fd, off_t pos, off_t to, uint32_t pid)
 	int fl = fcntl(fd, F_GETFL);
 	bool ok;
 
+	if (to - pos < (off_t)sizeof(h))
+		return false;
 	memcpy(h.magic, USFT_TRACE_MAGIC, 4);
 	if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_APPEND))
 		return false;
@@ -356,17 +382,45 @@ static bool put_pad(int fd, off_t pos, off_t to, uint32_t pid)
 }
 
 /*
+ * Less than a header at the end, the start of one of the dead process's
+ * (its pid is there to read): too short for a PAD, so it is cut, if the
+ * file has not grown meanwhile (a process that runs appends only after
+ * it).  Shorter ones are left: whose they are cannot be told.
+ */
+static void tail_fragment(int fd, off_t pos, off_t end, uint32_t dead)
+{
+	struct usft_chunk_hdr h;
+	struct stat st;
+	off_t n = end - pos;
+
+	if (n < (off_t)offsetof(struct usft_chunk_hdr, tid) || n >= (off_t)sizeof(h))
+		return;
+	memset(&h, 0, sizeof(h));
+	if (pread(fd, &h, (size_t)n, pos) != (ssize_t)n || memcmp(h.magic, USFT_TRACE_MAGIC, 4) ||
+	    h.version != USFT_TRACE_VERSION || h.pid != dead)
+		return;
+	if (!fstat(fd, &st) && st.st_size == end && ftruncate(fd, pos))
+		fprintf(stderr, "usft: cannot cut the partial chunk off the trace: %s\n",
+			strerror(errno));
+}
+
+/*
  * A complete chunk for a drain the writer was inside is in the file when
  * the LAST chunk of that process is an EVENTS chunk of the thread holding
  * those very bytes (a size alone is not enough: a thread calling at a
- * steady pace writes many chunks of one size); cut a partial chunk off
- * the end of the file.  A partial one with other processes' chunks after
- * it (the process died inside a short write while they went on) becomes
- * a PAD chunk over its own bytes: the whole chunk is appended again from
- * the rings, and what follows it reads as it was written.
+ * steady pace writes many chunks of one size).
+ *
+ * What the dead process left of a chunk it was writing (a short write)
+ * becomes a PAD chunk over just its own bytes, up to where the next chunk
+ * starts or the file ends; a drain's is then appended whole again from the
+ * rings.  The file is never cut: other processes of the trace may still be
+ * appending (the children of an attached process, those left running after
+ * ^C), and a chunk of theirs that is only partly in the file yet is left
+ * as it is, for them to finish.
  */
 static void check_tail(int fd, const struct ringmap *r, struct inflight *fl, size_t nfl)
 {
+	uint32_t dead = r->f->pid;
 	struct usft_chunk_hdr h;
 	struct stat st;
 	off_t pos = 0;
@@ -375,36 +429,36 @@ static void check_tail(int fd, const struct ringmap *r, struct inflight *fl, siz
 		return;
 	while (pos + (off_t)sizeof(h) <= st.st_size) {
 		struct inflight *mine = NULL;
-		bool ok, holds = false;
+		bool ok, holds;
+		off_t e;
 
-		if (pread(fd, &h, sizeof(h), pos) != sizeof(h) || memcmp(h.magic, USFT_TRACE_MAGIC, 4))
-			break;
+		if (pread(fd, &h, sizeof(h), pos) != sizeof(h) || !chunk_hdr_start(&h))
+			break;	/* damaged (or a header of less than 32 bytes): left as it is */
 		for (size_t i = 0; i < nfl && !mine; i++)
 			if (fl[i].pid == h.pid && h.type == USFT_CHUNK_EVENTS && fl[i].tid == h.tid &&
 			    h.size == ((fl[i].bytes + 7) & ~7ULL))
 				mine = &fl[i];
 		ok = h.size <= (uint64_t)(st.st_size - pos - (off_t)sizeof(h));
 		holds = mine && ok && chunk_holds(fd, pos + (off_t)sizeof(h), r, mine);
-		if (mine && !holds) {
-			/* an earlier chunk of that size (not the drain's), or its short write */
-			off_t e = partial_end(fd, pos, st.st_size, r, mine);
-
-			if (e > pos && put_pad(fd, pos, e, h.pid)) {
+		/* not the drain's bytes: an earlier chunk of that size, or its short write */
+		e = mine && !holds ? partial_end(fd, pos, st.st_size, r, mine) : -1;
+		/* a cut chunk of the dead process's own: up to the next chunk */
+		if (e < 0 && !ok && h.pid == dead)
+			e = next_chunk(fd, pos + (off_t)sizeof(h), st.st_size);
+		if (e > pos && put_pad(fd, pos, e, h.pid)) {
+			if (mine)
 				mine->written = false;
-				pos = e;
-				continue;
-			}
+			pos = e;
+			continue;
 		}
 		if (!ok)
-			break;	/* cut */
+			break;	/* being written by a process that runs */
 		for (size_t i = 0; i < nfl; i++)
 			if (fl[i].pid == h.pid)
 				fl[i].written = &fl[i] == mine && holds;
 		pos += (off_t)sizeof(h) + (off_t)h.size;
 	}
-	if (pos < st.st_size && ftruncate(fd, pos))
-		fprintf(stderr, "usft: cannot cut the partial chunk off the trace: %s\n",
-			strerror(errno));
+	tail_fragment(fd, pos, st.st_size, dead);
 }
 
 /* events (an entry and a return count two in a leaf) in @n words */
