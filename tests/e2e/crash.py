@@ -314,6 +314,18 @@ def kernel_at_least(major, minor):
     return bool(m) and (int(m.group(1)), int(m.group(2))) >= (major, minor)
 
 
+def kill_both(t, kid):
+    """tracee-crash @t and its child @kid (0: none) gone"""
+    if kid:
+        try:
+            os.kill(kid, signal.SIGKILL)
+        except OSError:
+            pass
+    if t.poll() is None:
+        t.kill()
+    t.wait(timeout=60)
+
+
 def record_pid(pid, tracer, out, work, what):
     """`usft record -P @pid` started; Return: it and its stderr up to its start"""
     rec = subprocess.Popen([e2e.ARGS.usft, "record", "-P", str(pid), "-p", tracer, "-o", out],
@@ -479,14 +491,7 @@ def attach_child_one(i, rnd, work):
         err += rest
         check(rec.returncode == 0, "%s: usft record -P exit %d: %s" % (what, rec.returncode, err))
     finally:
-        if left_running and kid:
-            try:
-                os.kill(kid, signal.SIGKILL)
-            except OSError:
-                pass
-        if t.poll() is None:
-            t.kill()
-        t.wait(timeout=60)
+        kill_both(t, kid if left_running else 0)
     if left_running:
         check(re.search(r"1 process forked while recorded still runs", err),
               "%s: the summary does not say the child still runs:\n%s" % (what, err))
@@ -528,6 +533,113 @@ def attach_child_one(i, rnd, work):
     os.unlink(out)
     os.unlink(prog)
     return mode
+
+
+def wait_file(path, what, timeout=10):
+    deadline = time.time() + timeout
+    while time.time() < deadline and not os.path.exists(path):
+        time.sleep(0.002)
+    check(os.path.exists(path), "%s: %s never came" % (what, os.path.basename(path)))
+
+
+# writev, pwrite64, ftruncate
+FILE_WRITES = {"x86_64": {20, 18, 77}, "aarch64": {66, 68, 46}}.get(os.uname().machine, set())
+
+
+def proc_state(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return None
+
+
+def in_syscall(pid):
+    """the number of the system call @pid's main thread is in, or None"""
+    try:
+        with open("/proc/%d/syscall" % pid) as f:
+            first = f.read().split()[0]
+        return int(first) if first.lstrip("-").isdigit() else None
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def case_salvage_live_chunk():
+    """A salvage runs while another process of the trace is inside a write:
+    its chunk is only partly in the file.  tracee-crash forks a child under
+    `usft record -P`; libtracee-writekill.so (WRITEKILL=pause) holds the
+    child's next EVENTS chunk inside its writev() (userfaultfd) while the
+    parent is killed, until the recorder salvaging the parent blocks on
+    the file behind that write.  The file must read whole: the salvage once
+    cut it at the chunk under way (its ftruncate() waited for the write,
+    then cut it)."""
+    work = e2e.ARGS.work
+    what = "salvage beside a live write"
+    prog = os.path.join(work, "lc")
+    out = prog + ".dat"
+    flag = prog + ".flag"
+    for f in (flag, flag + ".arm", flag + ".done"):
+        if os.path.exists(f):
+            os.unlink(f)
+    renv = env()
+    renv.update({"LD_PRELOAD": os.path.join(e2e.ARGS.tracees, "libtracee-writekill.so"),
+                 "WRITEKILL": "pause", "WRITEKILL_FLAG": flag})
+    t = subprocess.Popen([tracee("crash"), "loop", "0", prog, "go", "child"], env=renv, cwd=work,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    kid = 0
+    try:
+        wait_word(prog, 1, lambda v: v >= 0, what, 10)
+        rec, err = record_pid(t.pid, "function", out, work, what)
+        set_go(prog)
+        kid = wait_word(prog, 5, lambda v: v > 0, what)[5]
+        # the parent stopped, so it is not inside a write of its own (the
+        # child's would hold it there, where SIGKILL cannot reach it)
+        t.send_signal(signal.SIGSTOP)
+        deadline = time.time() + 10
+        while time.time() < deadline and proc_state(t.pid) != "T":
+            time.sleep(0.002)
+        check(proc_state(t.pid) == "T", "%s: the parent did not stop" % what)
+        open(flag + ".arm", "w").close()
+        wait_file(flag, what)           # the child's chunk: partly in the file
+        t.kill()
+        t.wait(timeout=60)
+        # the recorder salvages the parent: it blocks on the trace file
+        # (a write, or the old cut) behind the child's write
+        deadline = time.time() + 20
+        while rec.poll() is None and time.time() < deadline and \
+                in_syscall(rec.pid) not in FILE_WRITES:
+            time.sleep(0.002)
+        check(rec.poll() is None, "%s: the recorder ended beside a write under way" % what)
+        os.unlink(flag)
+        _, rest = rec.communicate(timeout=60)
+        err += rest
+        check(rec.returncode == 0, "%s: usft record -P exit %d: %s" % (what, rec.returncode, err))
+        wait_file(flag + ".done", what)  # and now whole
+        os.kill(kid, signal.SIGSTOP)
+        time.sleep(0.05)
+        with open(flag + ".done") as f:
+            size, first = (int(x) for x in f.read().split())
+        with open(out, "rb") as f:
+            data = f.read()
+        pos, kinds, held = 0, set(), False
+        while pos + 32 <= len(data):
+            magic, ver, typ, pid, _, csize, _ = struct.unpack_from("<4sHHIIQQ", data, pos)
+            check(magic == b"USFT" and ver == 1 and pos + 32 + csize <= len(data),
+                  "%s: a damaged chunk at %d of %d: %r" % (what, pos, len(data),
+                                                          data[pos:pos + 32]))
+            kinds.add((typ, pid))
+            held = held or (typ == 2 and pid == kid and csize == size and
+                            struct.unpack_from("<Q", data, pos + 32)[0] == first)
+            pos += 32 + csize
+        check(pos == len(data), "%s: %d bytes after the last chunk" % (what, len(data) - pos))
+        check(held, "%s: the child's chunk that was under way (%d bytes) is not in the file"
+              % (what, size))
+        check((6, t.pid) in kinds, "%s: no END of the parent: %s" % (what, kinds))
+    finally:
+        kill_both(t, kid)
+    for f in (out, prog, flag + ".arm", flag + ".done"):
+        if os.path.exists(f):
+            os.unlink(f)
 
 
 def case_attach_child_crash_safe():
