@@ -190,7 +190,12 @@ static ssize_t paused_write(int fd, const struct iovec *iov, int n,
 	if (!rest || !c.data || c.uffd < 0 || c.region == MAP_FAILED ||
 	    ioctl(c.uffd, UFFDIO_API, &api) || ioctl(c.uffd, UFFDIO_REGISTER, &reg) ||
 	    pthread_create(&t, NULL, pause_filler, &c))
-		return real(fd, iov, n);	/* no userfaultfd here: an ordinary write */
+	{
+		/* no userfaultfd here: an ordinary write, and the test is told */
+		snprintf(arm, sizeof(arm), "%s.nouffd", flag);
+		close(open(arm, O_WRONLY | O_CREAT | O_CLOEXEC, 0600));
+		return real(fd, iov, n);
+	}
 	memcpy(c.data, (char *)iov[1].iov_base + 4096, iov[1].iov_len - 4096);
 	for (k = 2, rest = iov[1].iov_len - 4096; k < n; k++) {
 		memcpy(c.data + rest, iov[k].iov_base, iov[k].iov_len);
