@@ -764,20 +764,21 @@ static void kids_read(struct kids *k)
  */
 static void kids_end(struct kids *k, const struct usft_out *out, bool quiet)
 {
+	struct pollfd *pf;
 	size_t running = 0;
 
 	kids_read(k);
+	pf = k->n ? calloc(k->n, sizeof(*pf)) : NULL;
+	/* one wait of 100 ms for them all: a child that was dying as the recording ended */
+	for (size_t i = 0; pf && i < k->n; i++)
+		pf[i] = (struct pollfd){ k->v[i].pidfd, POLLIN, 0 };
+	if (pf && poll(pf, (nfds_t)k->n, 0) < (int)k->n)
+		poll(pf, (nfds_t)k->n, 100);
 	for (size_t i = 0; i < k->n; i++) {
 		struct kid *c = &k->v[i];
-		struct pollfd p = { c->pidfd, POLLIN, 0 };
 		int status;
-		bool gone = c->pidfd >= 0 ? poll(&p, 1, 0) > 0 : usft_proc_gone(c->pid);
+		bool gone = c->pidfd >= 0 ? pf && (pf[i].revents & POLLIN) : usft_proc_gone(c->pid);
 
-		if (!gone) {
-			/* a child dying now: its rings say so (live), and it is not running */
-			if (usft_rings_fd_live(c->ring_fd) && c->pidfd >= 0 && poll(&p, 1, 200) > 0)
-				gone = true;
-		}
 		if (!gone) {
 			running++;
 		} else if (!out->direct) {
@@ -796,6 +797,7 @@ static void kids_end(struct kids *k, const struct usft_out *out, bool quiet)
 		fprintf(stderr, "usft: warning: %lu packet%s on the children's socket did not "
 			"parse or found no room: those children's last events are lost if they "
 			"were killed\n", k->refused, k->refused == 1 ? "" : "s");
+	free(pf);
 	free(k->v);
 	k->v = NULL;
 	k->n = k->cap = 0;
