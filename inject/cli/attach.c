@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -756,39 +757,71 @@ static void kids_read(struct kids *k)
 }
 
 /*
- * The recording is over: each child that has died since it was forked
- * (every thread gone) gets its exit status noted and, if its rings say it
- * never finished its trace, what they still held appended, as for the
- * process itself (record_dead()).  Children still running go on recording
- * on their own (their sessions are theirs) and are counted in the summary.
+ * @c is gone (every thread): its exit status noted and, if its rings say
+ * it never finished its trace, what they still held appended, as for the
+ * process itself (record_dead()); its descriptors closed.  The salvage
+ * may run while other processes append: it never cuts the file.
+ */
+static void kid_gone(struct kid *c, const struct usft_out *out)
+{
+	int status;
+
+	if (!out->direct) {
+		if (usft_proc_exit_status(c->pid, c->pidfd, c->start, &status))
+			usft_exit_note(c->pid, status);
+		if (usft_rings_fd_live(c->ring_fd))
+			usft_rings_salvage_fd(c->ring_fd, usft_out_write_path(out));
+	}
+	kid_close(c);
+}
+
+/*
+ * The children gone by now, after a wait of up to @ms for them all, are
+ * done with (kid_gone()) and leave the list; Return: how many still run.
+ * While recording, this keeps the recorder's descriptors to what runs: a
+ * program that forks thousands of children would run it out of them.
+ */
+static size_t kids_reap(struct kids *k, const struct usft_out *out, int ms)
+{
+	struct pollfd *pf;
+	size_t j = 0;
+
+	kids_read(k);
+	if (!k->n)
+		return 0;
+	pf = calloc(k->n, sizeof(*pf));
+	if (!pf)
+		return k->n;
+	for (size_t i = 0; i < k->n; i++)
+		pf[i] = (struct pollfd){ k->v[i].pidfd, POLLIN, 0 };
+	if (poll(pf, (nfds_t)k->n, 0) < (int)k->n && ms > 0)
+		poll(pf, (nfds_t)k->n, ms);
+	for (size_t i = 0; i < k->n; i++) {
+		struct kid *c = &k->v[i];
+		bool gone = c->pidfd >= 0 ? (pf[i].revents & POLLIN) : usft_proc_gone(c->pid);
+
+		if (gone)
+			kid_gone(c, out);
+		else
+			k->v[j++] = *c;
+	}
+	free(pf);
+	k->n = j;
+	return j;
+}
+
+/*
+ * The recording is over: the children gone get kid_gone() (after one wait
+ * of 100 ms for them all: a child that was dying as the recording ended);
+ * those still running go on recording on their own (their sessions are
+ * theirs) and are counted in the summary.
  */
 static void kids_end(struct kids *k, const struct usft_out *out, bool quiet)
 {
-	struct pollfd *pf;
-	size_t running = 0;
+	size_t running = kids_reap(k, out, 100);
 
-	kids_read(k);
-	pf = k->n ? calloc(k->n, sizeof(*pf)) : NULL;
-	/* one wait of 100 ms for them all: a child that was dying as the recording ended */
-	for (size_t i = 0; pf && i < k->n; i++)
-		pf[i] = (struct pollfd){ k->v[i].pidfd, POLLIN, 0 };
-	if (pf && poll(pf, (nfds_t)k->n, 0) < (int)k->n)
-		poll(pf, (nfds_t)k->n, 100);
-	for (size_t i = 0; i < k->n; i++) {
-		struct kid *c = &k->v[i];
-		int status;
-		bool gone = c->pidfd >= 0 ? pf && (pf[i].revents & POLLIN) : usft_proc_gone(c->pid);
-
-		if (!gone) {
-			running++;
-		} else if (!out->direct) {
-			if (usft_proc_exit_status(c->pid, c->pidfd, c->start, &status))
-				usft_exit_note(c->pid, status);
-			if (usft_rings_fd_live(c->ring_fd))
-				usft_rings_salvage_fd(c->ring_fd, usft_out_write_path(out));
-		}
-		kid_close(c);
-	}
+	for (size_t i = 0; i < k->n; i++)
+		kid_close(&k->v[i]);
 	if (running && !quiet)
 		fprintf(stderr, "usft: %zu process%s forked while recorded still run%s, each "
 			"recording on its own into the trace until it exits (not crash-safe from "
@@ -797,7 +830,6 @@ static void kids_end(struct kids *k, const struct usft_out *out, bool quiet)
 		fprintf(stderr, "usft: warning: %lu packet%s on the children's socket did not "
 			"parse or found no room: those children's last events are lost if they "
 			"were killed\n", k->refused, k->refused == 1 ? "" : "s");
-	free(pf);
 	free(k->v);
 	k->v = NULL;
 	k->n = k->cap = 0;
@@ -911,6 +943,17 @@ static int write_extras(int fd, const struct usft_record_args *a, char **why)
 	return r;
 }
 
+/* two descriptors per child forked while recorded (kids_read()): the hard limit */
+static void more_descriptors(void)
+{
+	struct rlimit rl;
+
+	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
 int usft_record_pid(const char *arg, const struct usft_record_args *a)
 {
 	struct usft_target t;
@@ -928,6 +971,7 @@ int usft_record_pid(const char *arg, const struct usft_record_args *a)
 	r = parse_pid("record", arg, &pid);
 	if (r)
 		return r;
+	more_descriptors();
 	fd = attach("record", pid, &t, &loaded);
 	if (fd < 0)
 		return -fd;
@@ -1030,6 +1074,8 @@ int usft_record_pid(const char *arg, const struct usft_record_args *a)
 			if (pk[1].revents & (POLLHUP | POLLERR))
 				kids_poll = -1;
 		}
+		if (kids.n)
+			kids_reap(&kids, &out, 0);
 		p.revents = pk[0].revents;
 		if (p.revents && !(p.revents & (POLLHUP | POLLERR)) && (p.revents & POLLIN)) {
 			int e = ctl_ended(fd);

@@ -649,6 +649,41 @@ def case_salvage_live_chunk():
             os.unlink(f)
 
 
+def case_attach_many_children():
+    """usft record -P holds two descriptors per child the process forks
+    while recorded (its rings, a pidfd): it lets them go once a child is
+    gone, so a process that forks children all the time does not run it
+    out of descriptors.  tracee-churn forks a child every few ms; the
+    recorder runs with a limit of 40 descriptors for 4 s: no child's
+    packet is refused (with every child's kept to the end, about fifteen
+    children filled the limit)."""
+    import resource
+    work = e2e.ARGS.work
+    out = os.path.join(work, "many.dat")
+    t = subprocess.Popen([tracee("churn"), "0", "0"], env=env(), cwd=work,
+                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    try:
+        check(t.stdout.readline().startswith(b"ready"), "tracee-churn did not start")
+        rec = subprocess.run([e2e.ARGS.usft, "record", "-P", str(t.pid), "-p", "function",
+                              "--duration", "4", "-o", out], env=env(), cwd=work,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=120,
+                             preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE,
+                                                                   (40, 40)))
+        err = rec.stderr.decode(errors="replace")
+        check(rec.returncode == 0, "usft record -P exit %d: %s" % (rec.returncode, err[-2000:]))
+        check("did not parse or found no room" not in err, "children refused for want of "
+              "descriptors:\n%s" % "\n".join(l for l in err.splitlines() if "packet" in l))
+        check(re.search(r"\b([2-9]|\d\d+) processes", err),
+              "fewer than 2 processes recorded:\n%s" % err[-2000:])
+    finally:
+        t.send_signal(signal.SIGTERM)
+        o, _ = t.communicate(timeout=60)
+    last = o.decode().strip().splitlines()[-1]
+    check(t.returncode == 0 and re.match(r"ok gen=0 bad=0 children=[1-9]", last),
+          "tracee-churn: %d %r" % (t.returncode, last))
+    os.unlink(out)
+
+
 def case_attach_child_crash_safe():
     """usft record -P: a child the attached process forks while recorded
     sends its rings' memfd to the recorder (the socket START carried), so
