@@ -544,6 +544,14 @@ static char thread_where(pid_t pid, pid_t tid, char *why, size_t len)
 	return state;
 }
 
+/* @tid has exited (a zombie or dead thread) or is no longer listed */
+static bool thread_exiting(pid_t pid, pid_t tid)
+{
+	char why[160], state = thread_where(pid, tid, why, sizeof(why));
+
+	return state == 'Z' || state == 'X' || state == '?';
+}
+
 /*
  * Seize and stop every thread.  A thread that takes a signal before its
  * interrupt stop gets a signal-delivery-stop first: that signal is passed
@@ -581,11 +589,19 @@ static int stop_all(struct stopped *s, struct inject_result *res)
 			}
 			if (ptrace(PTRACE_SEIZE, t->tid, NULL,
 				   (void *)(long)(PTRACE_O_TRACECLONE | PTRACE_O_TRACEEXEC))) {
-				if (errno == ESRCH) {
+				int e = errno;
+
+				/*
+				 * A thread that exited and is not reaped yet (its
+				 * exit_state set: ptrace_attach() says EPERM), e.g.
+				 * one an exec's de_thread() just ended, is gone too.
+				 */
+				if (e == ESRCH || (e == EPERM && thread_exiting(s->pid, t->tid))) {
 					t->gone = true;
 					t->seized = true;
 					continue;
 				}
+				errno = e;
 				fail(res, USFT_EXIT_PERM, "cannot trace thread %d of process %d: %s%s",
 				     (int)t->tid, (int)s->pid, strerror(errno),
 				     errno == EPERM ? " (another tracer, a ptrace_scope that forbids "
