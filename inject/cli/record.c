@@ -22,6 +22,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <usft/fgraph.h>
 #include <usft/usft.h>
 #include "cli.h"
 #include "trace_format.h"
@@ -279,7 +280,7 @@ int usft_cmd_record(int argc, char **argv)
 			break;
 		case 'C':
 			clk = optarg;
-			if (strcmp(clk, "auto") && strcmp(clk, "mono") && strcmp(clk, "counter"))
+			if (!usft_trace_clock_known(clk))
 				return usft_usage_error("record", "unknown clock '%s'", clk);
 			break;
 		case 'O': {

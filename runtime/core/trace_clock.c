@@ -5,16 +5,21 @@
  * usft_trace_clock(), usft_set_trace_clock(), usft_trace_clock_name().
  *
  * "counter": the arch's cycle counter (asm/trace_clock.h), calibrated
- * against CLOCK_MONOTONIC over 2 ms.  "mono": clock_gettime(CLOCK_MONOTONIC)
- * on every read.  "auto" (the default): the counter when the kernel trusts
- * it too (it is the current clocksource, so one thread's events stay in
- * order across CPUs), else mono.
+ * against CLOCK_MONOTONIC over 2 ms.  "pvclock" (x86-64 KVM guests): the
+ * host's paravirtual clock page that the vDSO maps (what the kernel's
+ * trace_clock_local() reads on such a guest), moved onto CLOCK_MONOTONIC by
+ * an offset.  "mono": clock_gettime(CLOCK_MONOTONIC) on every read.
+ * "auto" (the default): the counter when the kernel trusts it too (it is
+ * the current clocksource, so one thread's events stay in order across
+ * CPUs), else the pvclock when it is (kvm-clock), else mono.
  * The read itself is trace_clock_local() in trace_clock.h.
  */
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 #include <usft/fgraph.h>
 #include "core/internal.h"
 #include "core/trace_clock.h"
@@ -22,7 +27,8 @@
 struct trace_clock_state usft_tclock;
 static pthread_once_t tclock_once = PTHREAD_ONCE_INIT;
 static int tclock_ready;
-static int tclock_want;		/* 0 auto, 1 mono, 2 counter */
+static int tclock_want;		/* 0 auto, 1 mono, 2 counter, 3 pvclock */
+static const char *const tclock_names[] = { "auto", "mono", "counter", "pvclock" };
 static pthread_mutex_t tclock_lock = PTHREAD_MUTEX_INITIALIZER;
 
 #if HAVE_ARCH_TRACE_CYCLES
@@ -50,26 +56,27 @@ static void clock_pair(unsigned long long *c, unsigned long long *t)
  * Events of one thread are put in time order across CPUs, so the counter
  * must agree between CPUs: trust it when the kernel does, i.e. when it is
  * the current clocksource (the kernel drops a counter it finds unsynchronised).
+ * No sysfs: @nosys (the CPUID check alone for the counter).
  */
-static bool kernel_uses_counter(void)
+static bool kernel_uses(const char *clocksource, bool nosys)
 {
 	char buf[32] = "";
 	FILE *f = fopen("/sys/devices/system/clocksource/clocksource0/current_clocksource", "re");
 
 	if (!f)
-		return true;	/* no sysfs: the CPUID check alone */
+		return nosys;
 	if (!fgets(buf, sizeof(buf), f))
 		buf[0] = 0;
 	fclose(f);
 	buf[strcspn(buf, "\n")] = 0;
-	return !strcmp(buf, ARCH_TRACE_CLOCKSOURCE);
+	return !strcmp(buf, clocksource);
 }
 
 static bool tclock_calibrate_counter(void)
 {
 	unsigned long long c0, t0, c1, t1;
 
-	if (!arch_trace_cycles_usable() || (tclock_want != 2 && !kernel_uses_counter()))
+	if (!arch_trace_cycles_usable() || (tclock_want != 2 && !kernel_uses(ARCH_TRACE_CLOCKSOURCE, true)))
 		return false;
 	clock_pair(&c0, &t0);
 	/* 2 ms window: a few ppm, i.e. microseconds per second of trace */
@@ -96,13 +103,125 @@ static bool tclock_calibrate_counter(void)
 }
 #endif
 
+#if HAVE_ARCH_PVCLOCK
+/*
+ * Where the vDSO maps the pvclock page: the first page of [vvar_vclock]
+ * (the kernel's vvar_vclock_mapping, 6.13 on), or the second of [vvar]
+ * before (pvclock_page = vvar_start + PAGE_SIZE in vdso-layout.lds.S).
+ * Either is only a candidate: tclock_calibrate_pvclock() checks it.
+ */
+static const void *pvclock_page(void)
+{
+	char line[512];
+	unsigned long lo, hi, vclock = 0, vvar = 0;
+	FILE *f = fopen("/proc/self/maps", "re");
+
+	if (!f)
+		return NULL;
+	while (fgets(line, sizeof(line), f)) {
+		char *name = strchr(line, '[');
+
+		if (!name || sscanf(line, "%lx-%lx", &lo, &hi) != 2)
+			continue;
+		if (!strcmp(name, "[vvar_vclock]\n"))
+			vclock = lo;
+		else if (!strcmp(name, "[vvar]\n") && hi - lo >= 2 * (unsigned long)getpagesize())
+			vvar = lo + getpagesize();
+	}
+	fclose(f);
+	return (const void *)(vclock ? vclock : vvar);
+}
+
+/*
+ * The page can be read without a fault: a vvar page the kernel does not
+ * fill raises SIGBUS on a load, but only EFAULT in write() from it.
+ */
+static bool readable(const void *p, size_t len)
+{
+	int fd[2];
+	bool ok;
+
+	if (pipe2(fd, O_CLOEXEC))
+		return false;
+	ok = write(fd[1], p, len) == (ssize_t)len;
+	close(fd[0]);
+	close(fd[1]);
+	return ok;
+}
+
+/* CLOCK @id - pvclock, the tightest bracket of 8 tries; false: unstable */
+static bool pvclock_offset(const void *pvti, clockid_t id, unsigned long long *off)
+{
+	unsigned long long best = ~0ULL;
+
+	for (int i = 0; i < 8; i++) {
+		struct timespec ta, tb;
+		unsigned long long a, b, pv;
+
+		clock_gettime(id, &ta);
+		pv = arch_pvclock_read(pvti);
+		clock_gettime(id, &tb);
+		if (pv == ~0ULL)
+			return false;
+		a = (unsigned long long)ta.tv_sec * 1000000000ULL + ta.tv_nsec;
+		b = (unsigned long long)tb.tv_sec * 1000000000ULL + tb.tv_nsec;
+		if (b - a < best) {
+			best = b - a;
+			*off = a + (b - a) / 2 - pv;
+		}
+	}
+	return true;
+}
+
+/*
+ * Trust the page when the kernel's clocksource is kvm-clock (or the user
+ * asked for it), the host says the TSC is stable, and its time runs with
+ * CLOCK_MONOTONIC_RAW (which the kernel derives from it with a fixed
+ * scale): the offset between the two moves by less than 20 us over 2 ms.
+ * Anything else on the page (another layout, another hypervisor) fails.
+ */
+static bool tclock_calibrate_pvclock(void)
+{
+	const struct arch_pvclock *p;
+	unsigned long long r0, r1, m, t0;
+
+	if (tclock_want != 3 && !kernel_uses(ARCH_PVCLOCK_CLOCKSOURCE, false))
+		return false;
+	p = pvclock_page();
+	if (!p || !readable(p, sizeof(*p)) || !p->tsc_to_system_mul ||
+	    p->tsc_shift < -31 || p->tsc_shift > 31 || !pvclock_offset(p, CLOCK_MONOTONIC_RAW, &r0))
+		return false;
+	t0 = mono_ns();
+	while (mono_ns() - t0 < 2000000)
+		;
+	if (!pvclock_offset(p, CLOCK_MONOTONIC_RAW, &r1) ||
+	    (long long)(r1 - r0) > 20000 || (long long)(r1 - r0) < -20000 ||
+	    !pvclock_offset(p, CLOCK_MONOTONIC, &m))
+		return false;
+	usft_tclock.pvti = p;
+	usft_tclock.pv_off = m;
+	return true;
+}
+#else
+static bool tclock_calibrate_pvclock(void)
+{
+	return false;
+}
+#endif
+
+/* the clock @want asks for (0 auto: the first that calibrates) */
+static int tclock_pick(int want)
+{
+	if ((want == 0 || want == 2) && tclock_calibrate_counter())
+		return CLOCK_KIND_COUNTER;
+	if ((want == 0 || want == 3) && tclock_calibrate_pvclock())
+		return CLOCK_KIND_PVCLOCK;
+	return CLOCK_KIND_MONO;
+}
+
 static void tclock_init(void)
 {
-	int kind = CLOCK_KIND_MONO;
-
-	if (tclock_want != 1 && tclock_calibrate_counter())
-		kind = CLOCK_KIND_COUNTER;
-	smp_store_release(&usft_tclock.kind, kind);
+	smp_store_release(&usft_tclock.kind, tclock_pick(tclock_want));
 	smp_store_release(&tclock_ready, 1);
 }
 
@@ -118,30 +237,59 @@ USFT_API unsigned long long usft_trace_clock(void)
 	return trace_clock_local();
 }
 
+static int tclock_lookup(const char *name)
+{
+	for (int i = 0; name && i < (int)ARRAY_SIZE(tclock_names); i++)
+		if (!strcmp(name, tclock_names[i]))
+			return i;
+	return -1;
+}
+
+USFT_API bool usft_trace_clock_known(const char *name)
+{
+	return tclock_lookup(name) >= 0;
+}
+
+/* the kind that @want would keep as it is */
+static bool tclock_keeps(int want, int kind)
+{
+	switch (want) {
+	case 0:
+		return kind != CLOCK_KIND_MONO;	/* auto found the best already */
+	case 2:
+		return kind == CLOCK_KIND_COUNTER;
+	case 3:
+		return kind == CLOCK_KIND_PVCLOCK;
+	}
+	return false;
+}
+
+/*
+ * A clock that is already in use is not calibrated again: readers that are
+ * running keep a single time line.  A kind that does not calibrate leaves
+ * the clock as it was and says -EOPNOTSUPP; "auto" then falls to mono.
+ */
 USFT_API int usft_set_trace_clock(const char *name)
 {
-	int want, ret = 0;
+	int want = tclock_lookup(name), kind, ret = 0;
 
-	if (!name)
-		return usft_err(-EINVAL);
-	if (!strcmp(name, "auto"))
-		want = 0;
-	else if (!strcmp(name, "mono"))
-		want = 1;
-	else if (!strcmp(name, "counter"))
-		want = 2;
-	else
+	if (want < 0)
 		return usft_err(-EINVAL);
 	pthread_mutex_lock(&tclock_lock);
 	trace_clock_setup();
 	tclock_want = want;
+	kind = READ_ONCE(usft_tclock.kind);
 	if (want == 1) {
 		WRITE_ONCE(usft_tclock.kind, CLOCK_KIND_MONO);
-	} else if (usft_tclock.kind != CLOCK_KIND_COUNTER) {
-		if (tclock_calibrate_counter())
-			smp_store_release(&usft_tclock.kind, CLOCK_KIND_COUNTER);
-		else if (want == 2)
+	} else if (!tclock_keeps(want, kind)) {
+		/* the new calibration's fields are stored before its kind */
+		kind = tclock_pick(want);
+		if (kind != CLOCK_KIND_MONO)
+			smp_store_release(&usft_tclock.kind, kind);
+		else if (want != 0)
 			ret = -EOPNOTSUPP;
+		else
+			WRITE_ONCE(usft_tclock.kind, CLOCK_KIND_MONO);
 	}
 	pthread_mutex_unlock(&tclock_lock);
 	return usft_err(ret);
@@ -157,5 +305,11 @@ USFT_API const struct trace_clock_state *usft_trace_clock_state(void)
 USFT_API const char *usft_trace_clock_name(void)
 {
 	trace_clock_setup();
-	return READ_ONCE(usft_tclock.kind) == CLOCK_KIND_COUNTER ? "counter" : "mono";
+	switch (READ_ONCE(usft_tclock.kind)) {
+	case CLOCK_KIND_COUNTER:
+		return "counter";
+	case CLOCK_KIND_PVCLOCK:
+		return "pvclock";
+	}
+	return "mono";
 }

@@ -5,9 +5,10 @@
  * function graph hook (fgraph.c) and usft_trace_clock() (trace_clock.c).
  *
  * Nanoseconds on the CLOCK_MONOTONIC time line: the arch's cycle counter
- * (asm/trace_clock.h: arch_trace_cycles()) scaled by a calibration, or
- * clock_gettime() itself where the counter cannot be trusted.  No lock,
- * no allocation, no errno change.
+ * (asm/trace_clock.h: arch_trace_cycles()) scaled by a calibration, a KVM
+ * guest's pvclock page (arch_pvclock_read()) moved by an offset, or
+ * clock_gettime() itself where neither can be trusted.  No lock, no
+ * allocation, no errno change.
  */
 #ifndef USFT_CORE_TRACE_CLOCK_H
 #define USFT_CORE_TRACE_CLOCK_H
@@ -22,7 +23,11 @@
 #define HAVE_ARCH_TRACE_CYCLES 0
 #endif
 
-enum trace_clock_kind { CLOCK_KIND_MONO, CLOCK_KIND_COUNTER };
+enum trace_clock_kind { CLOCK_KIND_MONO, CLOCK_KIND_COUNTER, CLOCK_KIND_PVCLOCK };
+
+#ifndef HAVE_ARCH_PVCLOCK
+#define HAVE_ARCH_PVCLOCK 0
+#endif
 
 /* the calibration (trace_clock.c); @kind changes only under its lock */
 struct trace_clock_state {
@@ -30,6 +35,8 @@ struct trace_clock_state {
 	unsigned long long t0;		/* CLOCK_MONOTONIC ns at the same point */
 	unsigned long long mult;	/* ns per count << 32 */
 	int kind;			/* enum trace_clock_kind */
+	const void *pvti;		/* pvclock: the vDSO's page (trace_clock.c) */
+	unsigned long long pv_off;	/* CLOCK_MONOTONIC - pvclock, ns mod 2^64 */
 };
 extern struct trace_clock_state usft_tclock __hidden;	/* direct, not through the GOT */
 /*
@@ -63,6 +70,15 @@ static __always_inline unsigned long long trace_clock_read(const struct trace_cl
 		unsigned long long d = arch_trace_cycles() - s->c0;
 
 		return s->t0 + (unsigned long long)(((unsigned __int128)d * s->mult) >> 32);
+	}
+#endif
+#if HAVE_ARCH_PVCLOCK
+	if (likely(s->kind == CLOCK_KIND_PVCLOCK)) {
+		unsigned long long ns = arch_pvclock_read(s->pvti);
+
+		/* the host took the stable bit away: the vDSO's own clock */
+		if (likely(ns != ~0ULL))
+			return ns + s->pv_off;
 	}
 #endif
 	return mono_ns();

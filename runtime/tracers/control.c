@@ -384,8 +384,8 @@ static int write_file(const char *name, const char *v, char *why, size_t wlen)
 		}
 		c->max_depth = (int)d;
 	} else if (!strcmp(name, "trace_clock")) {
-		if (*v && strcmp(v, "auto") && strcmp(v, "mono") && strcmp(v, "counter")) {
-			snprintf(why, wlen, "unknown clock '%s' (auto, mono, counter)", v);
+		if (*v && !usft_trace_clock_known(v)) {
+			snprintf(why, wlen, "unknown clock '%s' (auto, mono, counter, pvclock)", v);
 			return -EINVAL;
 		}
 		snprintf(c->clock, sizeof(c->clock), "%s", v);

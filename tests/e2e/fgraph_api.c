@@ -12,7 +12,9 @@
 #include <pthread.h>
 #include <setjmp.h>
 #include <sched.h>
+#include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <usft/fgraph.h>
 #include <usft/usft.h>
@@ -300,28 +302,122 @@ Test(fgraph, trace_clock_is_monotonic)
 	const char *name = usft_trace_clock_name();
 
 	cr_assert_geq(b, a);
-	cr_assert(!strcmp(name, "counter") || !strcmp(name, "mono"));
+	cr_assert(!strcmp(name, "counter") || !strcmp(name, "pvclock") || !strcmp(name, "mono"));
 	cr_assert_eq(usft_set_trace_clock("bogus"), -EINVAL);
+	cr_assert_eq(usft_set_trace_clock(NULL), -EINVAL);
+	cr_assert(!usft_trace_clock_known("bogus"));
+	cr_assert(usft_trace_clock_known("pvclock"));
 	cr_assert_eq(usft_set_trace_clock("mono"), 0);
 	cr_assert_str_eq(usft_trace_clock_name(), "mono");
+	cr_assert_eq(usft_set_trace_clock("auto"), 0);
+	cr_assert_str_eq(usft_trace_clock_name(), name);
+}
+
+/* the kernel's current clocksource, as trace_clock.c's "auto" reads it */
+static bool clocksource_is(const char *want)
+{
+	char buf[32] = "";
+	FILE *f = fopen("/sys/devices/system/clocksource/clocksource0/current_clocksource", "re");
+
+	if (!f)
+		return false;
+	if (!fgets(buf, sizeof(buf), f))
+		buf[0] = 0;
+	fclose(f);
+	buf[strcspn(buf, "\n")] = 0;
+	return !strcmp(buf, want);
+}
+
+static unsigned long long mono_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (unsigned long long)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+static void *clock_reader(void *arg)
+{
+	unsigned long long *bad = arg, last = usft_trace_clock();
+
+	for (int i = 0; i < 200000; i++) {
+		unsigned long long t = usft_trace_clock();
+
+		if (t < last)
+			(*bad)++;
+		last = t;
+		if (!(i & 1023))
+			sched_yield();	/* and from another CPU */
+	}
+	return NULL;
+}
+
+/*
+ * On an x86-64 KVM guest whose clocksource is kvm-clock (as in CI), "auto"
+ * is the host's pvclock page: on CLOCK_MONOTONIC's line, never backwards in
+ * a thread that moves between CPUs.  Elsewhere "pvclock" is refused and
+ * leaves the clock as it was.
+ */
+Test(fgraph, trace_clock_pvclock_on_kvm_clock)
+{
+	bool kvm = clocksource_is("kvm-clock");
+	int ret;
+
+#if !defined(__x86_64__)
+	kvm = false;
+#endif
+	cr_assert_eq(usft_set_trace_clock("auto"), 0);
+	if (!kvm) {
+		const char *was = usft_trace_clock_name();
+
+		cr_assert_eq(usft_set_trace_clock("pvclock"), -EOPNOTSUPP);
+		cr_assert_str_eq(usft_trace_clock_name(), was);
+		return;
+	}
+	cr_assert_str_eq(usft_trace_clock_name(), "pvclock");
+	cr_assert_eq(usft_set_trace_clock("mono"), 0);
+	ret = usft_set_trace_clock("pvclock");
+	cr_assert_eq(ret, 0, "pvclock refused on kvm-clock: %d", ret);
+	cr_assert_str_eq(usft_trace_clock_name(), "pvclock");
+	for (int i = 0; i < 100; i++) {
+		unsigned long long a = mono_now(), t = usft_trace_clock(), b = mono_now();
+
+		/* within a millisecond of CLOCK_MONOTONIC: an offset, not a guess */
+		cr_assert(t + 1000000 >= a && t <= b + 1000000, "%llu not near [%llu, %llu]", t, a, b);
+	}
+	{
+		pthread_t th[2];
+		unsigned long long bad[2] = { 0, 0 };
+
+		for (int i = 0; i < 2; i++)
+			cr_assert_eq(pthread_create(&th[i], NULL, clock_reader, &bad[i]), 0);
+		for (int i = 0; i < 2; i++)
+			pthread_join(th[i], NULL);
+		cr_assert_eq(bad[0] + bad[1], 0, "%llu reads went backwards", bad[0] + bad[1]);
+	}
 	cr_assert_eq(usft_set_trace_clock("auto"), 0);
 }
 
 /*
  * The preload shim's function tracer reads the clock inline through the
  * exported calibration (usft_trace_clock_state()): that read lies between two
- * usft_trace_clock() reads, with the counter and with mono.
+ * usft_trace_clock() reads, with each clock this machine has.
  */
 Test(fgraph, trace_clock_state_is_the_clock)
 {
-	const char *clocks[] = { "auto", "mono", "auto" };
+	const char *clocks[] = { "auto", "mono", "pvclock", "counter", "auto" };
 
 	const struct trace_clock_state *st = usft_trace_clock_state();
 
 	cr_assert_eq(st->kind == CLOCK_KIND_COUNTER,
 		     !strcmp(usft_trace_clock_name(), "counter"));
-	for (int c = 0; c < 3; c++) {
-		cr_assert_eq(usft_set_trace_clock(clocks[c]), 0);
+	cr_assert_eq(st->kind == CLOCK_KIND_PVCLOCK,
+		     !strcmp(usft_trace_clock_name(), "pvclock"));
+	for (int c = 0; c < 5; c++) {
+		if (usft_set_trace_clock(clocks[c]) == -EOPNOTSUPP)
+			continue;	/* not on this machine */
+		cr_assert_str_eq(usft_trace_clock_name(),
+				 strcmp(clocks[c], "auto") ? clocks[c] : usft_trace_clock_name());
 		for (int i = 0; i < 1000; i++) {
 			unsigned long long a = usft_trace_clock();
 			unsigned long long b = trace_clock_read(st);

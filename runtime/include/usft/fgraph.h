@@ -214,20 +214,28 @@ USFT_API void usft_fgraph_context_resume(void *handle);
  * usft_trace_clock() - the clock of the tracers and of calltime/rettime:
  * nanoseconds on the CLOCK_MONOTONIC time line.  Reads the CPU's invariant
  * cycle counter scaled by a factor calibrated against CLOCK_MONOTONIC at
- * start-up (what the vDSO does, without its fence and sequence lock), or
- * clock_gettime(CLOCK_MONOTONIC) itself when there is no invariant counter
- * or usft_set_trace_clock("mono") was called.  Async-signal-safe.
+ * start-up (what the vDSO does, without its fence and sequence lock); on
+ * an x86-64 KVM guest whose clocksource is kvm-clock, the host's pvclock
+ * page that the vDSO maps (the kernel's trace_clock_local() there) plus an
+ * offset to CLOCK_MONOTONIC; or clock_gettime(CLOCK_MONOTONIC) itself when
+ * neither can be trusted or usft_set_trace_clock("mono") was called.
+ * Async-signal-safe.
  */
 USFT_API unsigned long long usft_trace_clock(void);
 
 /**
- * usft_set_trace_clock() - "auto" (default: counter when invariant), "mono"
- * (clock_gettime, vDSO) or "counter".  Return: 0, -EINVAL unknown name,
- * -EOPNOTSUPP no invariant counter.
+ * usft_set_trace_clock() - "auto" (default: counter when the kernel's
+ * clocksource is it, else pvclock when kvm-clock is, else mono), "mono"
+ * (clock_gettime, vDSO), "counter" or "pvclock".  A clock already in use is
+ * kept as it is.  Return: 0, -EINVAL unknown name, -EOPNOTSUPP that clock
+ * cannot be read here (the clock in use is kept).
  */
 USFT_API int usft_set_trace_clock(const char *name);
 
-/** usft_trace_clock_name() - "counter" or "mono", the clock in use. */
+/** usft_trace_clock_known() - @name is one usft_set_trace_clock() takes. */
+USFT_API bool usft_trace_clock_known(const char *name);
+
+/** usft_trace_clock_name() - "counter", "pvclock" or "mono", the clock in use. */
 USFT_API const char *usft_trace_clock_name(void);
 
 USFT_END_DECLS
