@@ -7,9 +7,11 @@
 # against uftrace's, for 1 and 2 threads.
 #
 # The floor reads the TSC; usft's trace clock reads it only where the
-# kernel's clocksource is the TSC (elsewhere clock_gettime(), as the kernel's
-# local clock follows its sched_clock).  Where it is not, the *_tsc rows run
-# usft with `-C counter` (the TSC forced) beside the default ones, so the
+# kernel's clocksource is the TSC (on a KVM guest on kvm-clock it reads the
+# host's pvclock page, elsewhere clock_gettime(), as the kernel's local clock
+# follows its sched_clock).  Where the clocksource is not the TSC, the *_tsc
+# rows run usft with `-C counter` (the TSC forced) and the *_mono rows with
+# `-C mono` (clock_gettime() on every event) beside the default ones, so the
 # share of the clock in a row is seen in the same run.
 #
 #   bench/floor.sh [BUILD_DIR [OUT_DIR]]    (ROUNDS=3 SCALE=1 in the environment)
@@ -28,6 +30,7 @@ USFT=$BUILD/inject/usft
 mkdir -p "$OUT"
 RAW=$OUT/floor.txt
 : > "$RAW"
+rm -f "$OUT/floor.clock"
 [ -x "$B" ] || { echo "floor.sh: $B not built (make build)" >&2; exit 1; }
 
 # ring per thread: every event of the run fits, nothing is dropped
@@ -39,8 +42,8 @@ tools=(none)
 [ -x "$USFT" ] && tools+=(usft_function usft_function_graph)
 CS=$(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null || echo '?')
 if [ -x "$USFT" ] && [ "$(uname -m)" = x86_64 ] && [ "$CS" != tsc ]; then
-	echo "floor.sh: the kernel's clocksource is $CS, not tsc: usft's default trace clock is clock_gettime(); the _tsc rows force the TSC (-C counter)" >&2
-	tools+=(usft_function_tsc usft_function_graph_tsc)
+	echo "floor.sh: the kernel's clocksource is $CS, not tsc: the _tsc rows force the TSC (-C counter), the _mono rows clock_gettime() (-C mono)" >&2
+	tools+=(usft_function_tsc usft_function_graph_tsc usft_function_mono usft_function_graph_mono)
 fi
 command -v uftrace >/dev/null && tools+=(uftrace) || echo "floor.sh: uftrace not installed: no uftrace row" >&2
 
@@ -51,6 +54,8 @@ cmd() {
 	usft_function_graph) echo "$USFT record --prefault -b $KB -p function_graph -l bench_traced -o $OUT/floor.usft $B $ARGS --tool usft_function_graph" ;;
 	usft_function_tsc) echo "$USFT record -C counter --prefault -b $KB -p function -l bench_traced -o $OUT/floor.usft $B $ARGS --tool usft_function_tsc" ;;
 	usft_function_graph_tsc) echo "$USFT record -C counter --prefault -b $KB -p function_graph -l bench_traced -o $OUT/floor.usft $B $ARGS --tool usft_function_graph_tsc" ;;
+	usft_function_mono) echo "$USFT record -C mono --prefault -b $KB -p function -l bench_traced -o $OUT/floor.usft $B $ARGS --tool usft_function_mono" ;;
+	usft_function_graph_mono) echo "$USFT record -C mono --prefault -b $KB -p function_graph -l bench_traced -o $OUT/floor.usft $B $ARGS --tool usft_function_graph_mono" ;;
 	uftrace) echo "uftrace record --no-pager -P ^bench_traced$ -d $OUT/floor.uftrace.data $B $ARGS --tool uftrace" ;;
 	esac
 }
@@ -62,12 +67,14 @@ for ((r = 1; r <= ROUNDS; r++)); do
 		# usft record's summary line: "usft: N events, M lost, ..."
 		lost=$(sed -n 's/^usft: [0-9]* events, \([0-9]*\) lost.*/\1/p' "$OUT/floor.err" | head -1)
 		[ -n "$lost" ] && echo "run=$r lost tool=$t events_lost=$lost" >> "$RAW"
+		[ "$t" = usft_function ] && [ ! -s "$OUT/floor.clock" ] &&
+			"$USFT" info -i "$OUT/floor.usft" 2>/dev/null | sed -n 's/^# clock *: /clock=/p' | head -1 > "$OUT/floor.clock"
 	done
 	echo "floor.sh: round $r/$ROUNDS" >&2
 done
 
 grep -m1 'cpu:' "$RAW" | sed 's/^run=[0-9]* //'
-echo "# kernel clocksource: $CS"
+echo "# kernel clocksource: $CS; usft's default trace clock: $(sed -n 's/^clock=//p' "$OUT/floor.clock" 2>/dev/null)"
 echo "# load average now: $(cut -d' ' -f1-3 /proc/loadavg); $ROUNDS processes per tool, $INNER rounds inside each"
 # median over the processes of each (tool, case) in-process median
 awk '
