@@ -174,28 +174,22 @@ static int ctl_request(int fd, int op, const char *text, char **out)
 /* one packet; a descriptor it carries (SCM_RIGHTS) into *@rfd when asked */
 static ssize_t recv_packet(int fd, char *pkt, size_t cap, int *rfd)
 {
-	union {
-		struct cmsghdr c;
-		char buf[CMSG_SPACE(sizeof(int))];
-	} u;
+	union usft_ctl_cmsg u;
 	struct iovec iov = { pkt, cap };
 	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1 };
 	ssize_t n;
+	int got;
 
-	if (rfd) {
-		m.msg_control = u.buf;
-		m.msg_controllen = sizeof(u.buf);
-	}
+	if (rfd)
+		usft_ctl_fd_room(&m, &u);
 	do {
 		n = recvmsg(fd, &m, MSG_CMSG_CLOEXEC);
 	} while (n < 0 && errno == EINTR);
-	for (struct cmsghdr *c = rfd && n >= 0 ? CMSG_FIRSTHDR(&m) : NULL; c; c = CMSG_NXTHDR(&m, c))
-		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
-		    c->cmsg_len == CMSG_LEN(sizeof(int))) {
-			if (*rfd >= 0)
-				close(*rfd);
-			memcpy(rfd, CMSG_DATA(c), sizeof(int));
-		}
+	if (rfd && n >= 0 && usft_ctl_take_fds(&m, &got, 1)) {
+		if (*rfd >= 0)
+			close(*rfd);
+		*rfd = got;
+	}
 	return n;
 }
 
@@ -214,10 +208,7 @@ static int ctl_request_fd(int fd, int op, const char *text, char **out, int *rfd
 				  .op = (uint16_t)op, .len = (uint32_t)tl };
 	struct iovec iov[2] = { { &h, sizeof(h) }, { (void *)text, tl } };
 	struct msghdr m = { .msg_iov = iov, .msg_iovlen = tl ? 2 : 1 };
-	union {
-		struct cmsghdr c;
-		char buf[CMSG_SPACE(sizeof(int))];
-	} u;
+	union usft_ctl_cmsg u;
 	char *pkt = malloc(sizeof(h) + USFT_CTL_MAX_TEXT), *buf = NULL;
 	size_t cap = 0;
 	int status = 0;
@@ -228,18 +219,8 @@ static int ctl_request_fd(int fd, int op, const char *text, char **out, int *rfd
 		*rfd = -1;
 	if (!pkt)
 		return -ENOMEM;
-	if (sfd >= 0) {
-		struct cmsghdr *c;
-
-		memset(&u, 0, sizeof(u));
-		m.msg_control = u.buf;
-		m.msg_controllen = sizeof(u.buf);
-		c = CMSG_FIRSTHDR(&m);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(c), &sfd, sizeof(int));
-	}
+	if (sfd >= 0)
+		usft_ctl_put_fds(&m, &u, &sfd, 1);
 	/* a signal (the tracefs server's FUSE interrupt) must not cost the
 	 * connection: a request or reply cut short would desynchronise it */
 	do {
@@ -683,41 +664,25 @@ static bool kids_read_one(struct kids *k)
 {
 	struct usft_ctl_hdr h;
 	char text[64], *end;
-	union {
-		struct cmsghdr c;
-		char buf[CMSG_SPACE(4 * sizeof(int))];
-	} u;
+	union usft_ctl_cmsg u;
 	struct iovec iov[2] = { { &h, sizeof(h) }, { text, sizeof(text) - 1 } };
-	struct msghdr m = { .msg_iov = iov, .msg_iovlen = 2, .msg_control = u.buf,
-			    .msg_controllen = sizeof(u.buf) };
+	struct msghdr m = { .msg_iov = iov, .msg_iovlen = 2 };
 	struct kid kid = { .pid = 0, .pidfd = -1, .ring_fd = -1 };
-	int fds[4], nfd = 0;
-	ssize_t n = recvmsg(k->sock, &m, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+	int fds[2], nfd;
+	ssize_t n;
 	long pid;
 
+	usft_ctl_fd_room(&m, &u);
+	n = recvmsg(k->sock, &m, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
 	if (n < 0 && errno == EINTR)
 		return true;
 	if (n <= 0)
 		return false;
-	for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c)) {
-		size_t cnt = c->cmsg_len > CMSG_LEN(0) ? (c->cmsg_len - CMSG_LEN(0)) / sizeof(int) : 0;
-
-		for (size_t j = 0; c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
-				   j < cnt; j++) {
-			int fd;
-
-			memcpy(&fd, CMSG_DATA(c) + j * sizeof(int), sizeof(int));
-			if (nfd < 4)
-				fds[nfd++] = fd;
-			else
-				close(fd);
-		}
-	}
+	/* the ring's memory file, then the child's pidfd; anything more closed */
+	nfd = usft_ctl_take_fds(&m, fds, 2);
 	text[n > (ssize_t)sizeof(h) ? (size_t)n - sizeof(h) : 0] = 0;
 	kid.ring_fd = nfd > 0 ? fds[0] : -1;
 	kid.pidfd = nfd > 1 ? fds[1] : -1;
-	for (int i = 2; i < nfd; i++)
-		close(fds[i]);
 	if (n < (ssize_t)sizeof(h) || h.magic != USFT_CTL_MAGIC || h.op != USFT_CTL_CHILD ||
 	    h.len != (size_t)n - sizeof(h) || strncmp(text, "pid=", 4) ||
 	    (pid = strtol(text + 4, &end, 10)) <= 0 || *end != '\n' || kid.ring_fd < 0 ||

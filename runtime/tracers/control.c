@@ -39,6 +39,7 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
+#include <usft/fgraph.h>
 #include <usft/usft.h>
 #include <usft/version.h>
 #include "control.h"
@@ -236,25 +237,15 @@ static int reply_ring_fd(int fd, int op)
 {
 	struct usft_ctl_hdr h = { .magic = USFT_CTL_MAGIC, .version = USFT_CTL_VERSION,
 				  .op = (uint16_t)op };
-	union {
-		struct cmsghdr c;
-		char buf[CMSG_SPACE(sizeof(int))];
-	} u;
+	union usft_ctl_cmsg u;
 	struct iovec iov = { &h, sizeof(h) };
-	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
-			    .msg_controllen = sizeof(u.buf) };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1 };
 	int rfd = usft_tbuf_ring_fd();
-	struct cmsghdr *c;
 	ssize_t r;
 
 	if (rfd < 0)
 		return reply(fd, op, 0, NULL, 0);
-	memset(&u, 0, sizeof(u));
-	c = CMSG_FIRSTHDR(&m);
-	c->cmsg_level = SOL_SOCKET;
-	c->cmsg_type = SCM_RIGHTS;
-	c->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(c), &rfd, sizeof(int));
+	usft_ctl_put_fds(&m, &u, &rfd, 1);
 	do {
 		r = sendmsg(fd, &m, MSG_NOSIGNAL);
 	} while (r < 0 && errno == EINTR);
@@ -423,6 +414,17 @@ static void print_hello(FILE *f)
 		usft_tracer_name(), st.nr_sites, st.nr_enabled, C.nr_requests, C.nr_refused);
 }
 
+/* `usft stat -P`: the runtime's options and counters, then the recording's */
+static void print_stat(FILE *f)
+{
+	usft_print_stat(f);
+	fprintf(f, "recording:\n  %-22s %s\n  %-22s %s\n  %-22s %s\n", "tracer",
+		usft_tracer_active() ? usft_tracer_name() : "none", "trace_clock",
+		usft_trace_clock_name(), "children_socket",
+		usft_tbuf_ring_drop_held() ? "held (record -P: forked children send their rings)"
+					   : "none");
+}
+
 /* Return: 0 or -errno; the text in *@buf (malloc'd) */
 static int read_file(const char *name, char **buf, size_t *len, char *why, size_t wlen)
 {
@@ -468,7 +470,7 @@ static int read_file(const char *name, char **buf, size_t *len, char *why, size_
 	else if (!strcmp(name, "enabled_functions"))
 		usft_print_enabled_functions(f);
 	else if (!strcmp(name, "stat"))
-		usft_print_stat(f);
+		print_stat(f);
 	else if (!strcmp(name, "status"))
 		print_hello(f);
 	else
@@ -869,34 +871,27 @@ static bool serve_waits(const int *cl, char *scratch, bool *served)
  */
 static ssize_t recv_request(int fd, char *pkt, size_t cap)
 {
-	union {
-		struct cmsghdr c;
-		char buf[CMSG_SPACE(4 * sizeof(int))];
-	} u;
+	union usft_ctl_cmsg u;
 	struct iovec iov = { pkt, cap };
-	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
-			    .msg_controllen = sizeof(u.buf) };
-	ssize_t n = recvmsg(fd, &m, MSG_TRUNC | MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1 };
+	int fds[USFT_CTL_MAX_FDS], nfd;
+	ssize_t n;
 
+	usft_ctl_fd_room(&m, &u);
+	n = recvmsg(fd, &m, MSG_TRUNC | MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
 	if (n < 0)
 		return n;
-	for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c)) {
-		size_t k = c->cmsg_len > CMSG_LEN(0) ? (c->cmsg_len - CMSG_LEN(0)) / sizeof(int) : 0;
+	nfd = usft_ctl_take_fds(&m, fds, USFT_CTL_MAX_FDS);
+	for (int j = 0; j < nfd; j++) {
+		int type = 0;
+		socklen_t tl = sizeof(type);
 
-		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+		if (C.req_fd < 0 && !getsockopt(fds[j], SOL_SOCKET, SO_TYPE, &type, &tl) &&
+		    type == SOCK_SEQPACKET) {
+			C.req_fd = fds[j];
 			continue;
-		for (size_t j = 0; j < k; j++) {
-			int rfd, type = 0;
-			socklen_t tl = sizeof(type);
-
-			memcpy(&rfd, CMSG_DATA(c) + j * sizeof(int), sizeof(int));
-			if (C.req_fd < 0 && !getsockopt(rfd, SOL_SOCKET, SO_TYPE, &type, &tl) &&
-			    type == SOCK_SEQPACKET) {
-				C.req_fd = rfd;
-				continue;
-			}
-			close(rfd);
 		}
+		close(fds[j]);
 	}
 	return n;
 }

@@ -22,6 +22,9 @@
 #define USFT_CONTROL_H
 
 #include <stdint.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #define USFT_CTL_MAGIC		0x43465355u	/* "USFC" read as little-endian */
 #define USFT_CTL_VERSION	1
@@ -114,5 +117,65 @@ enum usft_ctl_op {
  * the triggers and signal hooks again.)
  * Writes other than tracing_on are refused (-EBUSY) while recording.
  */
+
+/*
+ * Descriptors on the control socket and the children's socket (SCM_RIGHTS):
+ * both sides build and walk their control messages with these.
+ */
+#define USFT_CTL_MAX_FDS	4
+
+union usft_ctl_cmsg {
+	struct cmsghdr c;
+	char buf[CMSG_SPACE(USFT_CTL_MAX_FDS * sizeof(int))];
+};
+
+/* @m (to be sent) carries the @n descriptors @fds, 1..USFT_CTL_MAX_FDS, in @u */
+static inline void usft_ctl_put_fds(struct msghdr *m, union usft_ctl_cmsg *u, const int *fds,
+				    int n)
+{
+	struct cmsghdr *c;
+
+	memset(u, 0, sizeof(*u));
+	m->msg_control = u->buf;
+	m->msg_controllen = CMSG_SPACE((size_t)n * sizeof(int));
+	c = CMSG_FIRSTHDR(m);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN((size_t)n * sizeof(int));
+	memcpy(CMSG_DATA(c), fds, (size_t)n * sizeof(int));
+}
+
+/* @m (to be received into) has room for USFT_CTL_MAX_FDS descriptors in @u */
+static inline void usft_ctl_fd_room(struct msghdr *m, union usft_ctl_cmsg *u)
+{
+	m->msg_control = u->buf;
+	m->msg_controllen = sizeof(u->buf);
+}
+
+/*
+ * The descriptors a received @m carries, in order: the first @max into
+ * @fds, the rest closed.  Return: how many are in @fds.
+ */
+static inline int usft_ctl_take_fds(struct msghdr *m, int *fds, int max)
+{
+	int n = 0;
+
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(m); c; c = CMSG_NXTHDR(m, c)) {
+		size_t k = c->cmsg_len > CMSG_LEN(0) ? (c->cmsg_len - CMSG_LEN(0)) / sizeof(int) : 0;
+
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		for (size_t j = 0; j < k; j++) {
+			int fd;
+
+			memcpy(&fd, CMSG_DATA(c) + j * sizeof(int), sizeof(int));
+			if (n < max)
+				fds[n++] = fd;
+			else
+				close(fd);
+		}
+	}
+	return n;
+}
 
 #endif /* USFT_CONTROL_H */

@@ -689,16 +689,21 @@ static bool drop_fd_ours(void)
 	return fd >= 0 && !fstat(fd, &st) && st.st_dev == drop_dev && st.st_ino == drop_ino;
 }
 
+bool usft_tbuf_ring_drop_held(void)
+{
+	return drop_fd_ours();
+}
+
 void usft_tbuf_ring_drop(int fd)
 {
 	struct stat st;
 	int old = drop_fd;
+	bool ours = old >= 0 && drop_fd_ours();	/* not a number the program reused */
 
-	if (old >= 0 && drop_fd_ours()) {
-		__atomic_store_n(&drop_fd, -1, __ATOMIC_RELEASE);
-		close(old);
-	}
+	/* forgotten before it is closed: a fork meanwhile never sends on it */
 	__atomic_store_n(&drop_fd, -1, __ATOMIC_RELEASE);
+	if (ours)
+		close(old);
 	if (fd < 0)
 		return;
 	fd = high_fd(fd);
@@ -726,15 +731,11 @@ static void drop_child_rings(int memfd)
 {
 	struct usft_ctl_hdr h = { .magic = USFT_CTL_MAGIC, .version = USFT_CTL_VERSION,
 				  .op = USFT_CTL_CHILD };
-	union {
-		struct cmsghdr c;
-		char buf[CMSG_SPACE(2 * sizeof(int))];
-	} u;
+	union usft_ctl_cmsg u;
 	char text[32];
 	struct iovec iov[2] = { { &h, sizeof(h) }, { text, 0 } };
-	struct msghdr m = { .msg_iov = iov, .msg_iovlen = 2, .msg_control = u.buf };
+	struct msghdr m = { .msg_iov = iov, .msg_iovlen = 2 };
 	int fds[2] = { memfd, -1 }, nfd = 1, e = errno;
-	struct cmsghdr *c;
 
 	if (!drop_fd_ours())
 		return;
@@ -743,13 +744,7 @@ static void drop_child_rings(int memfd)
 		nfd = 2;
 	iov[1].iov_len = (size_t)snprintf(text, sizeof(text), "pid=%d\n", (int)getpid());
 	h.len = (uint32_t)iov[1].iov_len;
-	memset(&u, 0, sizeof(u));
-	m.msg_controllen = CMSG_SPACE((size_t)nfd * sizeof(int));
-	c = CMSG_FIRSTHDR(&m);
-	c->cmsg_level = SOL_SOCKET;
-	c->cmsg_type = SCM_RIGHTS;
-	c->cmsg_len = CMSG_LEN((size_t)nfd * sizeof(int));
-	memcpy(CMSG_DATA(c), fds, (size_t)nfd * sizeof(int));
+	usft_ctl_put_fds(&m, &u, fds, nfd);
 	while (sendmsg(drop_fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL) < 0 && errno == EINTR)
 		;
 	if (fds[1] >= 0)
