@@ -328,6 +328,8 @@ void usft_tbuf_ring_done(void);
  * while recorded (START carried it; docs/attach.md); -1 closes the one held.
  */
 void usft_tbuf_ring_drop(int fd);
+/* that socket is held (and is still the one START carried) */
+bool usft_tbuf_ring_drop_held(void);
 /* a later session (an attached process) starts: the file is live again */
 void usft_tbuf_ring_live(void);
 /* the lossless policy on or off (off before the writer stops) */

@@ -228,6 +228,9 @@ def case_control():
         check(rc == 0 and "usft-control 1" in out, "attach (%d): %s %s" % (rc, out, err))
         rc, out, err = usft("stat", "-P", srv.pid)
         check(rc == 0 and re.search(r"nr_sites\s+[1-9]", out), "stat -P: %s %s" % (out, err))
+        # not recording: no tracer, no socket for children's rings
+        check(re.search(r"recording:\n  tracer\s+none\n  trace_clock\s+[a-z]+\n"
+                        r"  children_socket\s+none\n", out), "stat -P recording: %s" % out)
         path = ctl_path(srv.pid)
         check(os.stat(path).st_mode & 0o777 == 0o600, "socket mode %o" % os.stat(path).st_mode)
 

@@ -472,6 +472,13 @@ def attach_child_one(i, rnd, work):
     try:
         wait_word(prog, 1, lambda v: v >= 0, what, 10)
         rec, err = record_pid(t.pid, tracer, out, work, what)
+        if i == 0:          # the socket the children send on, as `usft stat -P` shows it
+            st = subprocess.run([e2e.ARGS.usft, "stat", "-P", str(t.pid)], env=env(),
+                                capture_output=True, text=True, timeout=30)
+            check(re.search(r"children_socket\s+held", st.stdout) and
+                  re.search(r"trace_clock\s+[a-z]+", st.stdout),
+                  "%s: usft stat -P does not show the children's socket held:\n%s%s"
+                  % (what, st.stdout, st.stderr))
         set_go(prog)        # the parent forks now
         kid = wait_word(prog, 5, lambda v: v > 0, what)[5]
         sig = {"segv": signal.SIGSEGV, "abort": signal.SIGABRT, "bus": signal.SIGBUS}.get(mode)
