@@ -986,7 +986,7 @@ static void note_unmatched(const char *list)
  * events a salvage recovers from a dead process's rings are named too (the
  * writer names the others as it writes them).
  */
-static void name_all_sites(void)
+static void name_all_sites(void)	/* S.lock held */
 {
 	int n;
 	unsigned long *ips;
@@ -1100,7 +1100,14 @@ static int tracer_start(const struct usft_trace_opts *o)
 		S.fd = -1;
 		return ret;
 	}
+	/*
+	 * Under S.lock: S.active is set, so a thread that execs or flushes now
+	 * (usft_tracer_drain(), usft_tracer_flush()) names addresses in the
+	 * same symbol table and buffer.
+	 */
+	pthread_mutex_lock(&S.lock);
 	name_all_sites();
+	pthread_mutex_unlock(&S.lock);
 	if (!S.atfork_done)
 		pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 	S.atfork_done = true;
