@@ -223,7 +223,8 @@ def case_crash_in_write():
             check(p.returncode == 128 + signal.SIGKILL, "%s: exit %d: %s"
                   % (what, p.returncode, err))
             pr = progress(prog)
-            check(pr is not None and pr[0] > 0, "%s: the tracee made no call" % what)
+            # either thread's calls (the second one's ring may fill first on a busy machine)
+            check(pr is not None and max(pr[0], pr[1]) > 0, "%s: the tracee made no call" % what)
             calls, _, exitinfo, _ = read_trace(out)
             main = sum(calls.get("step", {}).values())
             second = sum(calls.get("step2", {}).values())
