@@ -282,6 +282,10 @@ int usft_cmd_record(int argc, char **argv)
 			clk = optarg;
 			if (!usft_trace_clock_known(clk))
 				return usft_usage_error("record", "unknown clock '%s'", clk);
+			/* the tracee runs on this machine: a clock it cannot read, said now */
+			if (usft_set_trace_clock(clk) == -EOPNOTSUPP)
+				return usft_usage_error("record", "clock '%s' cannot be read on this "
+							"machine (docs/tracers.md, \"The clock\")", clk);
 			break;
 		case 'O': {
 			char *eq = strchr(optarg, '='), name[64], was[32];

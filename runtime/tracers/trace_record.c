@@ -1027,8 +1027,11 @@ static int tracer_start(const struct usft_trace_opts *o)
 	ret = usft_init();
 	if (ret)
 		return ret;
-	if (o->clock && *o->clock && usft_set_trace_clock(o->clock) < 0)
-		return -EINVAL;
+	if (o->clock && *o->clock) {
+		ret = usft_set_trace_clock(o->clock);	/* -EINVAL, -EOPNOTSUPP */
+		if (ret < 0)
+			return ret;
+	}
 	usft_stat(&st);
 	if (!st.nr_sites)
 		return 0;	/* nothing patchable in this process (e.g. a shell it runs) */

@@ -573,10 +573,44 @@ def case_signal_triggers():
         check(rc == 2 and "--signal" in err, "%s: %d %r" % (sig, rc, err))
 
 
+def clocksource():
+    try:
+        with open("/sys/devices/system/clocksource/clocksource0/current_clocksource") as f:
+            return f.read().strip()
+    except OSError:
+        return ""
+
+
+def info_clock():
+    rc, out, err = usft("info", "-i", "trace.dat")
+    check(rc == 0, "usft info failed (%d): %s" % (rc, err))
+    m = re.search(r"^# clock +: (\S+)", out, re.M)
+    check(m, "usft info names no clock:\n" + out)
+    return m.group(1)
+
+
 def case_clock_mono():
+    """-C mono and -C pvclock record the same tree, and the file names the
+    clock; pvclock, and auto's choice of it, where the kernel's clocksource
+    is kvm-clock on x86-64 (else -C pvclock is refused)."""
     r = record([tracee("nest")], "function_graph", ("-C", "mono"))
     check(r["events"] == 24, "events %d" % r["events"])
     golden("graph_nest", canonical(report("text")))
+    check(info_clock() == "mono", "-C mono: the file says clock %s" % info_clock())
+    kvm = clocksource() == "kvm-clock" and os.uname().machine == "x86_64"
+    if kvm:
+        for extra in (("-C", "pvclock"), ()):
+            r = record([tracee("nest")], "function_graph", extra)
+            check(r["events"] == 24, "%s: events %d" % (extra, r["events"]))
+            golden("graph_nest", canonical(report("text")))
+            check(info_clock() == "pvclock", "%s on kvm-clock: the file says clock %s"
+                  % (extra or "auto", info_clock()))
+    else:
+        rc, out, err = usft("record", "-C", "pvclock", "-o", "pv.dat", "--", tracee("nest"))
+        check(rc == 2 and "cannot be read" in err, "-C pvclock off kvm-clock (%s): %d %r"
+              % (clocksource(), rc, err))
+    rc, out, err = usft("record", "-C", "bogus", "--", tracee("nest"))
+    check(rc == 2 and "unknown clock" in err, "-C bogus: %d %r" % (rc, err))
 
 
 def case_calls_20m():
