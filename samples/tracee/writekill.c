@@ -13,6 +13,10 @@
  *                     after 200 chunks without one, before the next
  *   WRITEKILL=after   just after the third EVENTS chunk is written (the
  *                     drain must not be appended a second time)
+ *   WRITEKILL=tiny    at the third EVENTS chunk, writes only the first
+ *                     20 bytes of its header (magic to tid: less than a
+ *                     header, the pid readable), then dies (the salvage
+ *                     must cut that piece off the tail before it appends)
  *   WRITEKILL=short   in a fork child only (not the process the
  *                     interposer was loaded in), at its first EVENTS chunk
  *                     of over 8 KiB: writes the header and the first 4 KiB
@@ -239,6 +243,10 @@ ssize_t writev(int fd, const struct iovec *iov, int n)
 		short_write(fd, iov, n, real);
 	if (!strcmp(mode, "pause") && getpid() != first_pid && h->size > 8192 && !paused)
 		return paused_write(fd, iov, n, real);
+	if (!strcmp(mode, "tiny") && nevents == 3) {
+		if (write(fd, h, 20) == 20)
+			kill(getpid(), SIGKILL);
+	}
 	if (!strcmp(mode, "before") && (same_as_last(h->tid, h->size) || nevents > 200))
 		kill(getpid(), SIGKILL);
 	r = real(fd, iov, n);

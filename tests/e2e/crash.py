@@ -203,11 +203,13 @@ def case_crash_in_write():
     file.  libtracee-writekill.so kills the tracee inside the writer's
     writev() of an EVENTS chunk: before the write of a chunk the same size
     as one the thread wrote already (the case a size match took for
-    written, losing the chunk's events), and just after a write (which must
-    not be appended twice).  Every call made is in the trace, once."""
+    written, losing the chunk's events), just after a write (which must
+    not be appended twice), and after 20 bytes of a header (less than a
+    header at the file's end: cut before the salvage appends).  Every call
+    made is in the trace, once, and the file's chunks end where it ends."""
     work = e2e.ARGS.work
     lib = os.path.join(e2e.ARGS.tracees, "libtracee-writekill.so")
-    for when in ("before", "after"):
+    for when in ("before", "after", "tiny"):
         for tracer in ("function", "function_graph"):
             prog = os.path.join(work, "wk-%s-%s" % (when, tracer))
             out = prog + ".dat"
@@ -233,6 +235,9 @@ def case_crash_in_write():
                   % (what, main, second, pr[0], pr[1]))
             check("status=killed" in exitinfo, "%s: the file does not say how the process "
                   "ended: %r" % (what, exitinfo))
+            walked = sum(32 + len(c[3]) for c in chunks(out))
+            check(walked == os.path.getsize(out), "%s: the chunks end at %d, the file at %d"
+                  % (what, walked, os.path.getsize(out)))
             os.unlink(out)
             os.unlink(prog)
 
