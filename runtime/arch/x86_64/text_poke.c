@@ -352,7 +352,12 @@ static int blocker_lasting(int signo, bool awake, bool in_batch, char *comm, siz
 	bool (*ok)(unsigned long) = in_batch ? not_in_a_site : NULL;
 	int tid = usft_signal_blocker_awake(signo, ok, awake, comm, len);
 
-	for (int tries = 0; tid > 0 && tid != lasting && tries < 20; tries++) {
+	/*
+	 * Up to 100 ms: a thread glibc creates or tears down blocks every
+	 * signal meanwhile, and on a loaded machine (ASan, 2 CPUs busy) one
+	 * preempted in its exit stayed so for over 20 ms.
+	 */
+	for (int tries = 0; tid > 0 && tid != lasting && tries < 100; tries++) {
 		struct timespec ms = { 0, 1000000 };
 
 		nanosleep(&ms, NULL);
