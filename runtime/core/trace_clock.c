@@ -287,9 +287,7 @@ USFT_API int usft_set_trace_clock(const char *name)
 		if (kind != CLOCK_KIND_MONO)
 			smp_store_release(&usft_tclock.kind, kind);
 		else if (want != 0)
-			ret = -EOPNOTSUPP;
-		else
-			WRITE_ONCE(usft_tclock.kind, CLOCK_KIND_MONO);
+			ret = -EOPNOTSUPP;	/* auto here was mono already, and stays */
 	}
 	pthread_mutex_unlock(&tclock_lock);
 	return usft_err(ret);
