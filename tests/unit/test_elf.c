@@ -798,3 +798,140 @@ Test(usft_elf_find_sym, next_agrees_with_the_binary_search)
 	usft_elf_free(&info);
 	free(path);
 }
+
+/*
+ * The symbol table's order: usft_elf_read_mem() gives what sorting every
+ * defined, named function symbol of every symbol table by (address, name,
+ * larger size first) and dropping repeats of one (address, name) gives,
+ * whichever way it collects them: tables in address order as they are,
+ * others sorted as they are read, and, where its sort keys cannot name
+ * every symbol (a third table, a span over 4 GiB), collected and sorted.
+ */
+static int ref_cmp(const void *a, const void *b)
+{
+	const struct usft_elf_sym *x = a, *y = b;
+	int c;
+
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	c = strcmp(x->name, y->name);
+	if (c)
+		return c;
+	return x->size == y->size ? 0 : x->size > y->size ? -1 : 1;
+}
+
+static struct usft_elf_sym *ref_syms(unsigned char *img, size_t *nr)
+{
+	struct usft_elf_sym *out = NULL;
+	size_t n = 0, cap = 0, w = 0;
+
+	for (size_t i = 1; i < ehdr_of(img)->e_shnum; i++) {
+		Elf64_Shdr *sh = shdr_at(img, i), *str;
+
+		if (sh->sh_type != SHT_SYMTAB && sh->sh_type != SHT_DYNSYM)
+			continue;
+		str = shdr_at(img, sh->sh_link);
+		for (size_t k = 0; k < sh->sh_size / sizeof(Elf64_Sym); k++) {
+			Elf64_Sym s;
+			const char *name;
+			unsigned int t;
+
+			memcpy(&s, img + sh->sh_offset + k * sizeof(s), sizeof(s));
+			name = (const char *)img + str->sh_offset + s.st_name;
+			t = ELF64_ST_TYPE(s.st_info);
+			if ((t != STT_FUNC && t != STT_GNU_IFUNC) || s.st_shndx == SHN_UNDEF || !name[0])
+				continue;
+			if (n == cap) {
+				cap = cap ? 2 * cap : 1024;
+				out = realloc(out, cap * sizeof(*out));
+				cr_assert_not_null(out);
+			}
+			out[n].addr = s.st_value;
+			out[n].size = s.st_size;
+			out[n++].name = name;
+		}
+	}
+	qsort(out, n, sizeof(*out), ref_cmp);
+	for (size_t i = 0; i < n; i++)
+		if (!w || out[w - 1].addr != out[i].addr || strcmp(out[w - 1].name, out[i].name))
+			out[w++] = out[i];
+	*nr = w;
+	return out;
+}
+
+static void expect_ref_order(unsigned char *img, size_t size, const char *what)
+{
+	struct usft_elf_info info;
+	struct usft_elf_sym *ref;
+	size_t n;
+
+	cr_assert_eq(usft_elf_read_mem(img, size, &info), 0, "%s", what);
+	ref = ref_syms(img, &n);
+	cr_assert_gt(n, 10, "%s", what);
+	cr_assert_eq(info.nr_syms, n, "%s: %zu symbols, the reference has %zu", what,
+		     info.nr_syms, n);
+	for (size_t i = 0; i < n; i++)
+		cr_assert(info.syms[i].addr == ref[i].addr && info.syms[i].size == ref[i].size &&
+			  !strcmp(info.syms[i].name, ref[i].name),
+			  "%s: symbol %zu is %#lx %s (%lu), the reference's %#lx %s (%lu)", what, i,
+			  info.syms[i].addr, info.syms[i].name, info.syms[i].size, ref[i].addr,
+			  ref[i].name, ref[i].size);
+	free(ref);
+	usft_elf_free(&info);
+}
+
+/* the first symbol table's first defined function symbol */
+static Elf64_Sym *first_func(unsigned char *img)
+{
+	Elf64_Shdr *sh = shdr_by_type(img, SHT_SYMTAB);
+
+	for (size_t k = 0; k < sh->sh_size / sizeof(Elf64_Sym); k++) {
+		Elf64_Sym *s = (Elf64_Sym *)(img + sh->sh_offset) + k;
+
+		if (ELF64_ST_TYPE(s->st_info) == STT_FUNC && s->st_shndx != SHN_UNDEF && s->st_name)
+			return s;
+	}
+	cr_assert_fail("no function symbol");
+	return NULL;
+}
+
+Test(usft_elf_read_mem, symbols_in_order_whichever_way_collected)
+{
+	size_t size, lsize;
+	unsigned char *img = load_file("/proc/self/exe", &size), *copy;
+	char *path = libc_path();
+	unsigned char *libc = load_file(path, &lsize);
+	Elf64_Shdr *symtab, *spare = NULL;
+
+	/* .symtab (locals first: not in address order) and .dynsym: two tables */
+	expect_ref_order(img, size, "this test's file");
+	/* .dynsym only, in hash order */
+	expect_ref_order(libc, lsize, path);
+
+	/* a third table (a section header made a copy of .symtab's): no keys */
+	copy = malloc(size);
+	cr_assert_not_null(copy);
+	memcpy(copy, img, size);
+	symtab = shdr_by_type(copy, SHT_SYMTAB);
+	for (size_t i = 1; i < ehdr_of(copy)->e_shnum && !spare; i++)
+		if (shdr_at(copy, i)->sh_type == SHT_PROGBITS &&
+		    !(shdr_at(copy, i)->sh_flags & SHF_ALLOC))
+			spare = shdr_at(copy, i);	/* .comment, say */
+	cr_assert_not_null(spare, "no unallocated PROGBITS section to reuse");
+	{
+		uint32_t name = spare->sh_name;
+
+		*spare = *symtab;
+		spare->sh_name = name;
+	}
+	expect_ref_order(copy, size, "three symbol tables");
+
+	/* a function 8 GiB above the rest: a span no key offset holds */
+	memcpy(copy, img, size);
+	first_func(copy)->st_value += 8UL << 30;
+	expect_ref_order(copy, size, "a span over 4 GiB");
+	free(copy);
+	free(libc);
+	free(path);
+	free(img);
+}
