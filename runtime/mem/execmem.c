@@ -57,6 +57,7 @@ struct usft_window {
 	unsigned long start;
 	size_t size;
 	size_t used;
+	size_t filled;		/* bytes from start filled with trapping insns (whole pages) */
 	bool far;
 	struct chunk *free_head, *free_tail;
 	unsigned long nr_free;
@@ -113,17 +114,12 @@ static struct usft_window *new_window(unsigned long addr, bool far)
 		free(w);
 		return NULL;
 	}
-	/* fill with trapping instructions so stray jumps trap instead of sliding */
-	if (!mprotect((void *)addr, WINDOW_SIZE, PROT_READ | PROT_WRITE)) {
-		execmem_fill_trapping_insns((void *)addr, WINDOW_SIZE);
-		if (mprotect((void *)addr, WINDOW_SIZE, PROT_READ | PROT_EXEC) &&
-		    mprotect((void *)addr, WINDOW_SIZE, PROT_READ | PROT_EXEC)) {
-			/* a window that cannot become executable is no window */
-			munmap((void *)addr, MAP_SIZE);
-			free(w);
-			return NULL;
-		}
-	}
+	/*
+	 * Its pages are filled with trapping instructions as allocations reach
+	 * them (fill_to()), not here: a window is 1 MiB and a program's
+	 * trampolines use a few pages of it, and each page touched costs a
+	 * fault (in a VM an exit too) and stays resident.
+	 */
 	w->start = addr;
 	w->size = WINDOW_SIZE;
 	w->far = far;
@@ -247,6 +243,36 @@ static unsigned long take_safe_chunk(struct usft_window *w, size_t size)
 	return 0;
 }
 
+/*
+ * Fill @w's pages up to the one holding byte @end - 1 with trapping
+ * instructions, so stray jumps trap instead of sliding (kernel:
+ * execmem_fill_trapping_insns() when execmem memory is made).  Only pages
+ * no allocation ever reached: no thread can be running in them.  Where
+ * they cannot be made writable (a policy), they stay as they are, as a
+ * window that could not be filled at all did before.  execmem_lock held.
+ */
+static void fill_to(struct usft_window *w, size_t end)
+{
+	static size_t page;
+	size_t to;
+	void *at;
+
+	if (!page)
+		page = (size_t)sysconf(_SC_PAGESIZE);
+	to = (end + page - 1) & ~(page - 1);
+	if (to <= w->filled)
+		return;
+	if (to > w->size)
+		to = w->size;
+	at = (void *)(w->start + w->filled);
+	if (!mprotect(at, to - w->filled, PROT_READ | PROT_WRITE)) {
+		execmem_fill_trapping_insns(at, to - w->filled);
+		if (mprotect(at, to - w->filled, PROT_READ | PROT_EXEC))
+			(void)mprotect(at, to - w->filled, PROT_READ | PROT_EXEC);
+	}
+	w->filled = to;
+}
+
 unsigned long usft_execmem_alloc(struct usft_window *w, size_t size)
 {
 	unsigned long addr;
@@ -263,6 +289,7 @@ unsigned long usft_execmem_alloc(struct usft_window *w, size_t size)
 	if (!addr && w->used + size <= w->size) {
 		addr = w->start + w->used;
 		w->used += size;
+		fill_to(w, w->used);
 	}
 	pthread_mutex_unlock(&execmem_lock);
 	return addr;

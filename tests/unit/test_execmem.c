@@ -1,0 +1,89 @@
+// SPDX-License-Identifier: MIT
+/*
+ * tests/unit/test_execmem.c - runtime/mem/execmem: a trampoline window's
+ * pages are filled with the arch's trapping instructions as allocations
+ * reach them, every byte of a reached page, and the pages no allocation
+ * reached are neither filled nor resident (a window is 1 MiB; a program's
+ * trampolines use a few pages of it).
+ */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+
+#include "mem/execmem.h"
+
+#define WINDOW	(1UL << 20)
+
+/* resident pages of [@addr, @addr + @len) */
+static size_t resident(unsigned long addr, size_t len)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE), n = len / page, r = 0;
+	unsigned char *v = malloc(n);
+
+	cr_assert_not_null(v);
+	cr_assert_eq(mincore((void *)addr, len, v), 0);
+	for (size_t i = 0; i < n; i++)
+		r += v[i] & 1;
+	free(v);
+	return r;
+}
+
+/* every byte of [@p, @p + @len) is what the arch's fill writes */
+static bool trapping(const unsigned char *p, size_t len)
+{
+	unsigned char *want = malloc(len);
+	bool ok;
+
+	cr_assert_not_null(want);
+	memset(want, 0, len);
+	execmem_fill_trapping_insns(want, len);
+	ok = !memcmp(p, want, len);
+	free(want);
+	return ok;
+}
+
+Test(usft_execmem, pages_are_filled_as_allocations_reach_them)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	struct usft_window *w = usft_window_far();
+	unsigned long a, b, base;
+
+	cr_assert_not_null(w);
+	a = usft_execmem_alloc(w, 256);
+	cr_assert_neq(a, 0);
+	base = a & ~(page - 1);
+	cr_assert(usft_window_contains(w, base));
+	/* the first allocation's page: filled whole, and only it is there */
+	cr_assert(trapping((const unsigned char *)base, page), "the first page is not filled");
+	cr_assert_eq(resident(base, WINDOW), 1, "%zu pages of the window resident, not 1",
+		     resident(base, WINDOW));
+	/* an allocation across a page boundary fills the page it ends in */
+	b = usft_execmem_alloc(w, page);
+	cr_assert_eq(b, a + 256);
+	cr_assert(trapping((const unsigned char *)base, 2 * page), "the second page is not filled");
+	cr_assert_eq(resident(base, WINDOW), 2);
+	/* the window is still executable, never writable */
+	{
+		FILE *f = fopen("/proc/self/maps", "r");
+		char line[512];
+		bool seen = false;
+
+		cr_assert_not_null(f);
+		while (fgets(line, sizeof(line), f)) {
+			unsigned long lo, hi;
+			char perm[5];
+
+			if (sscanf(line, "%lx-%lx %4s", &lo, &hi, perm) != 3 || base < lo || base >= hi)
+				continue;
+			seen = true;
+			cr_assert_str_eq(perm, "r-xp", "window mapped %s", perm);
+		}
+		fclose(f);
+		cr_assert(seen);
+	}
+}
