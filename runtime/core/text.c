@@ -29,6 +29,7 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+#include "compat/prefault.h"
 #include "core/internal.h"
 #include "core/text.h"
 #include "mem/execmem.h"
@@ -230,8 +231,11 @@ static int open_group(unsigned long first, size_t pages, int prot)
 	USFT_TEXT_STEP();
 	ret = mprotect((void *)first, pages * page_size, prot | PROT_WRITE | PROT_EXEC);
 	USFT_TEXT_STEP();
-	if (!ret)
+	if (!ret) {
+		/* a batch opens only pages it writes: their faults at once */
+		usft_prefault_write((void *)first, pages * page_size);
 		return 0;
+	}
 	err = errno;
 	if (mem_fallback(first, err))
 		return 0;	/* the pages recorded so far close as usual */

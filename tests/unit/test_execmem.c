@@ -4,9 +4,10 @@
  * pages are filled with the arch's trapping instructions as allocations
  * reach them, every byte of a reached page, and the pages no allocation
  * reached are neither filled nor resident (a window is 1 MiB; a program's
- * trampolines use a few pages of it).
+ * trampolines use a few pages of it); and compat/prefault.h's helper.
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,7 @@
 
 #include <criterion/criterion.h>
 
+#include "compat/prefault.h"
 #include "mem/execmem.h"
 
 #define WINDOW	(1UL << 20)
@@ -86,4 +88,31 @@ Test(usft_execmem, pages_are_filled_as_allocations_reach_them)
 		fclose(f);
 		cr_assert(seen);
 	}
+}
+
+/*
+ * usft_prefault_write() (compat/prefault.h): the whole pages inside the
+ * range are there after it, written by nobody, the partial pages at its
+ * ends are left alone, and errno is what it was.
+ */
+Test(usft_prefault, whole_pages_inside_the_range_only)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	unsigned char *m = mmap(NULL, 8 * page, PROT_READ | PROT_WRITE,
+				MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	unsigned char v[8];
+
+	cr_assert_neq(m, MAP_FAILED);
+	cr_assert_eq(mincore(m, 8 * page, v), 0);
+	for (int i = 0; i < 8; i++)
+		cr_assert_eq(v[i] & 1, 0, "page %d resident before", i);
+	errno = 1234;
+	usft_prefault_write(m + page / 2, 5 * page);	/* pages 1..4 whole, 0 and 5 in part */
+	cr_assert_eq(errno, 1234);
+	cr_assert_eq(mincore(m, 8 * page, v), 0);
+	for (int i = 0; i < 8; i++)
+		cr_assert_eq(v[i] & 1, i >= 1 && i <= 4, "page %d: resident %d", i, v[i] & 1);
+	for (size_t i = 0; i < 8 * page; i++)
+		cr_assert_eq(m[i], 0);
+	munmap(m, 8 * page);
 }

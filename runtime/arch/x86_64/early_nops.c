@@ -40,6 +40,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#include "compat/prefault.h"
 #include "core/internal.h"
 #include "core/arch.h"
 #include "insn.h"
@@ -89,12 +90,43 @@ static int seg_prot(const ElfW(Phdr) *ph)
  * the whole executable segment of the first run, opened once: pages are
  * only copied (made private) where a run is written.
  */
+/* a site of table entry @e in segment @ph that early_convert_table() writes */
+static bool early_site(const struct dl_phdr_info *info, const ElfW(Phdr) *ph, unsigned long e,
+		       unsigned long *ip)
+{
+	*ip = ftrace_call_adjust(e);
+	return e && early_seg(info, *ip, MCOUNT_INSN_SIZE, PF_X) == ph &&
+	       !memcmp((const void *)*ip, gcc_nops, sizeof(gcc_nops));
+}
+
+/*
+ * The pages from @tab[@i]'s on that the next sites of segment @ph write,
+ * while they follow each other page after page: their copy-on-write
+ * faults in one call (usft_prefault_write()).  Return: the end of them.
+ */
+static unsigned long early_prefault(const struct dl_phdr_info *info, const ElfW(Phdr) *ph,
+				    const unsigned long *tab, unsigned long i, unsigned long n,
+				    unsigned long pg)
+{
+	unsigned long ip, first = ftrace_call_adjust(tab[i]) & ~(pg - 1), end = first;
+
+	for (; i < n; i++) {
+		if (!early_site(info, ph, tab[i], &ip))
+			continue;
+		if (ip < first || (ip & ~(pg - 1)) > end)
+			break;	/* a gap, or out of order: the next run */
+		end = (ip + MCOUNT_INSN_SIZE - 1 + pg) & ~(pg - 1);
+	}
+	usft_prefault_write((void *)first, end - first);
+	return end;
+}
+
 static unsigned long early_convert_table(const struct dl_phdr_info *info,
 					 const unsigned long *tab, unsigned long n)
 {
 	unsigned long pg = (unsigned long)sysconf(_SC_PAGESIZE), done = 0;
 	const ElfW(Phdr) *open = NULL;
-	unsigned long lo = 0, len = 0;
+	unsigned long lo = 0, len = 0, faulted_lo = 0, faulted_hi = 0;
 
 	for (unsigned long i = 0; i < n; i++) {
 		unsigned long ip = ftrace_call_adjust(tab[i]);
@@ -113,6 +145,11 @@ static unsigned long early_convert_table(const struct dl_phdr_info *info,
 			if (mprotect((void *)lo, len, seg_prot(ph) | PROT_WRITE | PROT_EXEC))
 				return done;	/* a W^X policy: left for the runtime */
 			open = ph;
+			faulted_lo = faulted_hi = 0;
+		}
+		if (ip < faulted_lo || ip + MCOUNT_INSN_SIZE > faulted_hi) {
+			faulted_lo = ip & ~(pg - 1);
+			faulted_hi = early_prefault(info, ph, tab, i, n, pg);
 		}
 		memcpy((void *)ip, X86_NOP5, MCOUNT_INSN_SIZE);
 		done++;
