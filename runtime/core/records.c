@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
+#include "compat/prefault.h"
 #include "core/arch.h"
 #include "core/text.h"
 #include "mem/execmem.h"
@@ -359,36 +360,47 @@ static bool obj_exec_contains(const struct usft_object *obj, unsigned long a, un
 	return false;
 }
 
+/*
+ * The pages of @count records: one array of records and one of names for
+ * all of them (the first page owns both, free_object()), so that the
+ * object's records take their page faults in one call each
+ * (usft_prefault_write()), not a fault a page of every 256 records.
+ */
 static struct ftrace_page *alloc_pages_for(struct usft_object *obj, unsigned long count)
 {
 	struct ftrace_page *first = NULL, **pp = &first;
+	struct dyn_ftrace *recs = calloc(count, sizeof(*recs));
+	const char **names = calloc(count, sizeof(*names));
+	unsigned long at = 0;
 
-	while (count) {
-		unsigned long n = count > ENTRIES_PER_PAGE ? ENTRIES_PER_PAGE : count;
+	if (!recs || !names)
+		goto fail;
+	usft_prefault_write(recs, count * sizeof(*recs));
+	usft_prefault_write(names, count * sizeof(*names));
+	while (at < count) {
+		unsigned long n = count - at > ENTRIES_PER_PAGE ? ENTRIES_PER_PAGE : count - at;
 		struct ftrace_page *pg = calloc(1, sizeof(*pg));
 
 		if (!pg)
 			goto fail;
-		pg->records = calloc(n, sizeof(*pg->records));
-		pg->names = calloc(n, sizeof(*pg->names));
+		pg->records = recs + at;
+		pg->names = names + at;
 		pg->obj = obj;
 		pg->size = (int)n;
 		*pp = pg;
 		pp = &pg->next;
-		if (!pg->records || !pg->names)
-			goto fail;
-		count -= n;
+		at += n;
 	}
 	return first;
 fail:
 	while (first) {
 		struct ftrace_page *n = first->next;
 
-		free(first->records);
-		free(first->names);
 		free(first);
 		first = n;
 	}
+	free(recs);
+	free(names);
 	return NULL;
 }
 
@@ -608,11 +620,14 @@ static void free_object(struct usft_object *obj)
 	struct ftrace_page *pg = obj->pages, *n;
 	unsigned long left = obj->nr_recs;
 
+	/* the first page owns the records and names of all (alloc_pages_for()) */
+	if (pg) {
+		free(pg->records);
+		free(pg->names);
+	}
 	while (pg && left) {
 		n = pg->next;
 		left -= pg->index;
-		free(pg->records);
-		free(pg->names);
 		free(pg);
 		pg = n;
 	}

@@ -28,6 +28,7 @@
 #include <gelf.h>
 #include <libelf.h>
 
+#include "compat/prefault.h"
 #include "elf/elf.h"
 
 #define ELF_PFE_SECTION		"__patchable_function_entries"
@@ -536,6 +537,7 @@ static bool elf_collect_sorted(struct elf_ctx *ctx, struct usft_elf_info *info,
 	keys = malloc(nr * sizeof(*keys));
 	if (!keys)
 		return false;
+	usft_prefault_write(keys, nr * sizeof(*keys));
 	sc->mode = SCAN_KEYS;
 	sc->keys = keys;
 	if (elf_scan_sections(ctx, info, sc) || sc->nr != nr) {
@@ -595,6 +597,7 @@ static int elf_finish_syms(struct usft_elf_info *info,
 	strings = malloc(bytes ? bytes : 1);
 	if (!strings)
 		return -ENOMEM;
+	usft_prefault_write(strings, bytes);
 	for (i = 0, p = strings; i < n; i++) {
 		len = strlen(syms[i].name) + 1;
 		memcpy(p, syms[i].name, len);
@@ -679,6 +682,7 @@ static int elf_parse(void *image, size_t size, struct usft_elf_info *out)
 		syms = malloc(nr * sizeof(*syms));
 		if (!syms)
 			goto out_end;
+		usft_prefault_write(syms, nr * sizeof(*syms));
 		if (!by_addr && elf_collect_sorted(&ctx, &info, &sc, syms, nr)) {
 			by_addr = true;
 		} else {
