@@ -5,7 +5,10 @@
  * (every object's records, symbols), measures the memory the runtime took
  * for them, and times enabling one ops on every site (the function
  * tracer's registration, an empty callback) and disabling it, R times,
- * medians, in wall and in CPU time.  One line: "section=scale case=sites_N ...".
+ * medians, in wall and in CPU time; and the CPU time the process spent
+ * before main() (the dynamic loader, and libusft's constructor converting
+ * gcc's NOPs of every site), and the minor page faults of each part.
+ * One line: "section=scale case=sites_N ...".
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -13,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 #include <usft/ftrace.h>
@@ -47,6 +51,14 @@ static notrace struct span since(struct span t0)
 	struct span t = now();
 
 	return (struct span){ t.wall - t0.wall, t.cpu - t0.cpu };
+}
+
+/* minor page faults of the process so far */
+static notrace long minflt(void)
+{
+	struct rusage ru;
+
+	return getrusage(RUSAGE_SELF, &ru) ? 0 : ru.ru_minflt;
 }
 
 /* resident and heap bytes of the process */
@@ -103,6 +115,8 @@ int main(int argc, char **argv)
 	static struct ftrace_ops ops = { .func = empty_cb };
 	struct usft_stats st = { .sz = sizeof(st) };
 	struct span t0, init, en[32], dis[32];
+	double pre_main = ms_of(CLOCK_PROCESS_CPUTIME_ID);
+	long pre_main_flt = minflt(), flt0, init_flt;
 	long rss0, heap0, rss1, heap1;
 	int r;
 
@@ -111,9 +125,11 @@ int main(int argc, char **argv)
 	/* the program's own pages touched first, so the delta is the runtime's */
 	scale_call_all(0);
 	mem(&rss0, &heap0);
+	flt0 = minflt();
 	t0 = now();
 	r = usft_init();
 	init = since(t0);
+	init_flt = minflt() - flt0;
 	if (r) {
 		fprintf(stderr, "usft-bench-scale: usft_init: %s\n", strerror(-r));
 		return 1;
@@ -141,10 +157,11 @@ int main(int argc, char **argv)
 	bench_print_cpu(stdout, "usft-bench-scale");
 	printf("section=scale case=sites_%lu sites=%lu init_ms=%.2f init_cpu_ms=%.2f "
 	       "rss_bytes_per_site=%.1f heap_bytes_per_site=%.1f enable_all_ms=%.2f "
-	       "enable_all_cpu_ms=%.2f disable_all_ms=%.2f disable_all_cpu_ms=%.2f rounds=%d\n",
+	       "enable_all_cpu_ms=%.2f disable_all_ms=%.2f disable_all_cpu_ms=%.2f "
+	       "pre_main_cpu_ms=%.2f init_minflt=%ld pre_main_minflt=%ld rounds=%d\n",
 	       st.nr_sites, st.nr_sites, init.wall, init.cpu,
 	       (double)(rss1 - rss0) / st.nr_sites, (double)(heap1 - heap0) / st.nr_sites,
 	       median_wall(en, rounds), median_cpu(en, rounds), median_wall(dis, rounds),
-	       median_cpu(dis, rounds), rounds);
+	       median_cpu(dis, rounds), pre_main, init_flt, pre_main_flt, rounds);
 	return 0;
 }
