@@ -90,16 +90,32 @@ Test(usft_execmem, pages_are_filled_as_allocations_reach_them)
 	}
 }
 
+/* does the kernel below populate on MADV_POPULATE_WRITE?  (qemu-user takes it as a hint) */
+static bool kernel_populates(void)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	void *p = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	unsigned char v = 0;
+	bool yes;
+
+	cr_assert_neq(p, MAP_FAILED);
+	yes = !madvise(p, page, MADV_POPULATE_WRITE) && !mincore(p, page, &v) && (v & 1);
+	munmap(p, page);
+	return yes;
+}
+
 /*
  * usft_prefault_write() (compat/prefault.h): the whole pages inside the
  * range are there after it, written by nobody, the partial pages at its
- * ends are left alone, and errno is what it was.
+ * ends are left alone, and errno is what it was.  Where the kernel below
+ * does not populate (qemu-user), only errno and the bytes are checked.
  */
 Test(usft_prefault, whole_pages_inside_the_range_only)
 {
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
 	unsigned char *m = mmap(NULL, 8 * page, PROT_READ | PROT_WRITE,
 				MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	bool populates = kernel_populates();
 	unsigned char v[8];
 
 	cr_assert_neq(m, MAP_FAILED);
@@ -110,7 +126,9 @@ Test(usft_prefault, whole_pages_inside_the_range_only)
 	usft_prefault_write(m + page / 2, 5 * page);	/* pages 1..4 whole, 0 and 5 in part */
 	cr_assert_eq(errno, 1234);
 	cr_assert_eq(mincore(m, 8 * page, v), 0);
-	for (int i = 0; i < 8; i++)
+	if (!populates)
+		cr_log_info("MADV_POPULATE_WRITE populates nothing here (qemu-user?): residency not checked\n");
+	for (int i = 0; populates && i < 8; i++)
 		cr_assert_eq(v[i] & 1, i >= 1 && i <= 4, "page %d: resident %d", i, v[i] & 1);
 	for (size_t i = 0; i < 8 * page; i++)
 		cr_assert_eq(m[i], 0);
