@@ -177,9 +177,15 @@ static bool pvclock_offset(const void *pvti, clockid_t id, unsigned long long *o
  * Trust the page when the kernel's clocksource is kvm-clock (or the user
  * asked for it), the host says the TSC is stable, and its time runs with
  * CLOCK_MONOTONIC_RAW (which the kernel derives from it with a fixed
- * scale): the offset between the two moves by less than 20 us over 2 ms.
- * Anything else on the page (another layout, another hypervisor) fails.
+ * scale): the offset between the two moves by less than 1% of a 0.5 ms
+ * wait (5 us; each offset is the best of several bracketed reads, good to
+ * a fraction of a microsecond).  Anything else on the page (another
+ * layout, another hypervisor) fails.  The wait is short because nothing
+ * is fitted from it (the host's own scale is used) and every traced
+ * process spends it at start-up.
  */
+#define PVCLOCK_CHECK_NS	500000LL	/* signed: the drift is compared both ways */
+
 static bool tclock_calibrate_pvclock(void)
 {
 	const struct arch_pvclock *p;
@@ -192,10 +198,11 @@ static bool tclock_calibrate_pvclock(void)
 	    p->tsc_shift < -31 || p->tsc_shift > 31 || !pvclock_offset(p, CLOCK_MONOTONIC_RAW, &r0))
 		return false;
 	t0 = mono_ns();
-	while (mono_ns() - t0 < 2000000)
+	while (mono_ns() - t0 < PVCLOCK_CHECK_NS)
 		;
 	if (!pvclock_offset(p, CLOCK_MONOTONIC_RAW, &r1) ||
-	    (long long)(r1 - r0) > 20000 || (long long)(r1 - r0) < -20000 ||
+	    (long long)(r1 - r0) > PVCLOCK_CHECK_NS / 100 ||
+	    (long long)(r1 - r0) < -PVCLOCK_CHECK_NS / 100 ||
 	    !pvclock_offset(p, CLOCK_MONOTONIC, &m))
 		return false;
 	usft_tclock.pvti = p;
