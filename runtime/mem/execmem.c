@@ -250,8 +250,10 @@ static unsigned long take_safe_chunk(struct usft_window *w, size_t size)
  * no allocation ever reached: no thread can be running in them.  Where
  * they cannot be made writable (a policy), they stay as they are, as a
  * window that could not be filled at all did before.  execmem_lock held.
+ * Return: false when they were made writable and could not be made
+ * executable again: nothing may be placed there.
  */
-static void fill_to(struct usft_window *w, size_t end)
+static bool fill_to(struct usft_window *w, size_t end)
 {
 	static size_t page;
 	size_t to;
@@ -261,16 +263,18 @@ static void fill_to(struct usft_window *w, size_t end)
 		page = (size_t)sysconf(_SC_PAGESIZE);
 	to = (end + page - 1) & ~(page - 1);
 	if (to <= w->filled)
-		return;
+		return true;
 	if (to > w->size)
 		to = w->size;
 	at = (void *)(w->start + w->filled);
 	if (!mprotect(at, to - w->filled, PROT_READ | PROT_WRITE)) {
 		execmem_fill_trapping_insns(at, to - w->filled);
-		if (mprotect(at, to - w->filled, PROT_READ | PROT_EXEC))
-			(void)mprotect(at, to - w->filled, PROT_READ | PROT_EXEC);
+		if (mprotect(at, to - w->filled, PROT_READ | PROT_EXEC) &&
+		    mprotect(at, to - w->filled, PROT_READ | PROT_EXEC))
+			return false;
 	}
 	w->filled = to;
+	return true;
 }
 
 unsigned long usft_execmem_alloc(struct usft_window *w, size_t size)
@@ -287,9 +291,13 @@ unsigned long usft_execmem_alloc(struct usft_window *w, size_t size)
 			w->next_scan = w->nr_unsafe + QUARANTINE;
 	}
 	if (!addr && w->used + size <= w->size) {
-		addr = w->start + w->used;
-		w->used += size;
-		fill_to(w, w->used);
+		if (fill_to(w, w->used + size)) {
+			addr = w->start + w->used;
+			w->used += size;
+		} else {
+			/* its fresh pages cannot be executable: no more from it */
+			w->used = w->size;
+		}
 	}
 	pthread_mutex_unlock(&execmem_lock);
 	return addr;

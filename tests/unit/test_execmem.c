@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <criterion/criterion.h>
@@ -20,6 +21,22 @@
 #include "mem/execmem.h"
 
 #define WINDOW	(1UL << 20)
+
+/*
+ * mprotect() for this program and the runtime linked into it: the real one,
+ * except that while @refuse_exec is set a request for PROT_READ|PROT_EXEC
+ * fails (a policy that lets a page become writable, then not executable).
+ */
+static bool refuse_exec;
+
+int mprotect(void *addr, size_t len, int prot)
+{
+	if (refuse_exec && prot == (PROT_READ | PROT_EXEC)) {
+		errno = EACCES;
+		return -1;
+	}
+	return (int)syscall(SYS_mprotect, addr, len, prot);
+}
 
 /* resident pages of [@addr, @addr + @len) */
 static size_t resident(unsigned long addr, size_t len)
@@ -133,4 +150,26 @@ Test(usft_prefault, whole_pages_inside_the_range_only)
 	for (size_t i = 0; i < 8 * page; i++)
 		cr_assert_eq(m[i], 0);
 	munmap(m, 8 * page);
+}
+
+/*
+ * A window's fresh page made writable for its fill and refused its way back
+ * to executable: nothing is placed there (a trampoline in it could not
+ * run), now or later, and the window hands out nothing fresh any more.
+ */
+Test(usft_execmem, a_page_that_cannot_become_executable_again_is_not_handed_out)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	struct usft_window *w = usft_window_far();
+	unsigned long a;
+
+	cr_assert_not_null(w);
+	a = usft_execmem_alloc(w, 256);
+	cr_assert_neq(a, 0);
+	refuse_exec = true;
+	cr_assert_eq(usft_execmem_alloc(w, page), 0, "a chunk in a page left not executable");
+	refuse_exec = false;
+	cr_assert_eq(usft_execmem_alloc(w, 256), 0, "the window hands out fresh memory again");
+	/* what it gave before is still there, filled */
+	cr_assert(trapping((const unsigned char *)(a & ~(page - 1)) + 256, page - 256));
 }
