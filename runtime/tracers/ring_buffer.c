@@ -25,6 +25,7 @@
 #if __has_include(<sys/rseq.h>)
 #include <sys/rseq.h>
 #endif
+#include "compat/prefault.h"	/* MADV_POPULATE_WRITE */
 #include "core/trace_clock.h"	/* mono_ns() */
 #include "control.h"
 #include "ring_buffer.h"
@@ -102,9 +103,6 @@ static bool ring_fd_ours(void)
 	       st.st_ino == ring_ino;
 }
 
-#ifndef MADV_POPULATE_WRITE
-#define MADV_POPULATE_WRITE 23
-#endif
 #define HUGE_BYTES		(2UL << 20)
 /*
  * What a producer populates itself when the writer has not yet (shared):
