@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "core/arch.h"
+#include "core/ops_event.h"
 #include "core/text.h"
 
 pthread_mutex_t ftrace_lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
@@ -281,6 +282,34 @@ ftrace_func_t ftrace_ops_get_func(struct ftrace_ops *ops)
 	if (ops->flags & (FTRACE_OPS_FL_RECURSION | FTRACE_OPS_FL_RCU))
 		return ftrace_ops_assist_func;
 	return ops->func;
+}
+
+/*
+ * Ops that write their own events (core/ops_event.h): a list that only
+ * grows, pushed lock-free, read by the arch when it builds a trampoline.
+ */
+static struct ftrace_ops_event *ops_events;
+
+USFT_API void ftrace_ops_set_event(struct ftrace_ops_event *ev)
+{
+	struct ftrace_ops_event *head;
+
+	if (!ev || !ev->ops || ftrace_ops_event_of(ev->ops) == ev)
+		return;
+	head = __atomic_load_n(&ops_events, __ATOMIC_ACQUIRE);
+	do
+		ev->next = head;
+	while (!__atomic_compare_exchange_n(&ops_events, &head, ev, true, __ATOMIC_RELEASE,
+					    __ATOMIC_ACQUIRE));
+}
+
+const struct ftrace_ops_event *ftrace_ops_event_of(const struct ftrace_ops *ops)
+{
+	for (const struct ftrace_ops_event *e = __atomic_load_n(&ops_events, __ATOMIC_ACQUIRE); e;
+	     e = e->next)
+		if (e->ops == ops)
+			return e;
+	return NULL;
 }
 
 static void update_ftrace_function(void)

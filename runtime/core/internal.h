@@ -625,6 +625,7 @@ struct usft_options {
 	int stat_at_exit;	/* usft_print_stat(stderr) when the process exits */
 	int text_write;		/* enum usft_text_write */
 	int early_nops;		/* x86-64: gcc's NOPs converted in a constructor */
+	int event_tramp;	/* x86-64: ftrace_event_caller for ops that describe their events */
 };
 extern struct usft_options usft_opts;
 extern struct usft_stats usft_counters;

@@ -23,6 +23,7 @@ struct usft_options usft_opts = {
 	.call_ops = 1,
 	.graph_jmp = 1,
 	.early_nops = 1,
+	.event_tramp = 1,
 };
 struct usft_stats usft_counters;
 
@@ -97,6 +98,9 @@ static const struct usft_option_desc usft_option_table[] = {
 	{ "early_nops", &usft_opts.early_nops, NULL, 1, false,
 	  "x86-64: convert gcc's 1-byte NOPs at start-up while the process has one thread "
 	  "(read from USFT_OPTIONS by libusft's constructor)" },
+	{ "event_tramp", &usft_opts.event_tramp, NULL, 1, false,
+	  "x86-64: the function tracer's per-ops trampoline writes its events itself "
+	  "(0: it calls function_trace_call() for each)" },
 };
 
 static const struct usft_option_desc *find_option(const char *name, size_t len)
@@ -299,6 +303,7 @@ USFT_API void usft_print_stat(FILE *out)
 	P(nr_callsites); P(callsite_bytes); P(nr_stop_machine);
 	P(nr_reclaim_scans); P(nr_rv_sleepers);
 	P(nr_notrap_batches); P(nr_wx_refused); P(nr_procmem_writes); P(nr_early_nops);
+	P(nr_event_trampolines);
 #undef P
 	fprintf(out, "  %-22s %s\n", "state", st.disabled ? "dead (ftrace_bug)" : "ok");
 }

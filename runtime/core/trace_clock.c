@@ -24,6 +24,29 @@
 #include "core/internal.h"
 #include "core/trace_clock.h"
 
+/* an arch whose trampolines write events (x86-64: ftrace_event_caller) */
+#if __has_include("asm/event.h")
+#include <stddef.h>
+#include "asm/event.h"
+/* what ftrace_event_caller (arch/x86_64/entry.S) reads of the clock */
+_Static_assert(offsetof(struct trace_clock_state, c0) == EVT_CLK_C0 &&
+	       offsetof(struct trace_clock_state, t0) == EVT_CLK_T0 &&
+	       offsetof(struct trace_clock_state, mult) == EVT_CLK_MULT &&
+	       offsetof(struct trace_clock_state, kind) == EVT_CLK_KIND &&
+	       offsetof(struct trace_clock_state, pvti) == EVT_CLK_PVTI &&
+	       offsetof(struct trace_clock_state, pv_off) == EVT_CLK_PVOFF &&
+	       CLOCK_KIND_COUNTER == EVT_KIND_COUNTER && CLOCK_KIND_PVCLOCK == EVT_KIND_PVCLOCK,
+	       "asm/event.h: struct trace_clock_state");
+_Static_assert(offsetof(struct arch_pvclock, version) == EVT_PV_VERSION &&
+	       offsetof(struct arch_pvclock, tsc_timestamp) == EVT_PV_TSC &&
+	       offsetof(struct arch_pvclock, system_time) == EVT_PV_SYS &&
+	       offsetof(struct arch_pvclock, tsc_to_system_mul) == EVT_PV_MUL &&
+	       offsetof(struct arch_pvclock, tsc_shift) == EVT_PV_SHIFT &&
+	       offsetof(struct arch_pvclock, flags) == EVT_PV_FLAGS &&
+	       PVCLOCK_TSC_STABLE_BIT == EVT_PV_STABLE,
+	       "asm/event.h: struct arch_pvclock");
+#endif
+
 struct trace_clock_state usft_tclock;
 static pthread_once_t tclock_once = PTHREAD_ONCE_INIT;
 static int tclock_ready;

@@ -31,6 +31,26 @@
 #include "ring_buffer.h"
 #include "tid.h"
 
+/* an arch whose trampolines write events (x86-64: ftrace_event_caller) */
+#if __has_include("asm/event.h")
+#include "asm/event.h"
+/* what ftrace_event_caller (arch/x86_64/entry.S) writes into a slot */
+_Static_assert(offsetof(struct usft_tbuf, head) == EVT_TB_HEAD &&
+	       offsetof(struct usft_tbuf, commit) == EVT_TB_COMMIT &&
+	       offsetof(struct usft_tbuf, limit) == EVT_TB_LIMIT &&
+	       offsetof(struct usft_tbuf, nest) == EVT_TB_NEST &&
+	       offsetof(struct usft_tbuf, reserving) == EVT_TB_RESERVING &&
+	       offsetof(struct usft_tbuf, cpu) == EVT_TB_CPU &&
+	       offsetof(struct usft_tbuf, wmask) == EVT_TB_WMASK &&
+	       offsetof(struct usft_tbuf, data) == EVT_TB_DATA &&
+	       sizeof(((struct usft_tbuf *)0)->nest) == 4 &&
+	       sizeof(((struct usft_tbuf *)0)->reserving) == 4,
+	       "asm/event.h: struct usft_tbuf");
+_Static_assert(EVT_TS_MASK == EV_TS_MASK && EVT_CPU_SHIFT == EV_CPU_SHIFT &&
+	       EVT_CPU_MASK == EV_CPU_UNKNOWN && EV_IP_MASK == (1ULL << EVT_IP_BITS) - 1,
+	       "asm/event.h: the function tracer's event");
+#endif
+
 __thread struct usft_tbuf *usft_tbuf_self __attribute__((tls_model("initial-exec")));
 
 static struct usft_tbuf *pool;		/* slot headers */

@@ -13,7 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <usft/usft.h>
+#include "core/ops_event.h"
 #include "core/trace_clock.h"	/* before tracer.h: compiler.h's likely() */
+#include "ring_buffer.h"
 #include "tracer.h"
 
 /*
@@ -270,11 +272,30 @@ static void function_trace_call(unsigned long ip, unsigned long parent_ip,
 static struct ftrace_ops function_ops = { .func = function_trace_call };
 static bool function_registered;
 
+/*
+ * What function_trace_call() writes, for a per-ops trampoline that writes
+ * it itself (core/ops_event.h; x86-64 ftrace_event_caller, option
+ * event_tramp): the same three words from the same state.
+ */
+static struct ftrace_ops_event function_event = { .ops = &function_ops };
+
+static void function_describe(void)
+{
+	function_event.on = &usft_tracing_on;
+	function_event.slot_tpoff = (unsigned long)((char *)&usft_tbuf_self -
+						    (char *)__builtin_thread_pointer());
+	function_event.clock = function_clock;
+	function_event.base = &usft_trace_base;
+	function_event.w1_bits = usft_ev_w1(0, 0, EV_FUNC);
+	ftrace_ops_set_event(&function_event);
+}
+
 static int function_init(const struct usft_trace_opts *o)
 {
 	int ret = usft_apply_filters(&function_ops, o);
 
 	function_clock = usft_trace_clock_state();
+	function_describe();
 	if (ret)
 		return ret;	/* -ENOENT: not yet; refilter() retries after dlopen */
 	ret = register_ftrace_function(&function_ops);

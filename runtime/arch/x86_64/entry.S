@@ -14,6 +14,7 @@
  */
 #include <usft/asm/x86_64.h>
 #include "asm/entry.h"
+#include "asm/event.h"
 
 	.section .note.GNU-stack, "", @progbits
 	.text
@@ -123,6 +124,9 @@ ftrace_stub_direct_tramp:
 	.type	ftrace_caller, @function
 ftrace_caller:
 	TASK_MARK .Lc_tpoff
+	/* ftrace_event_caller's way into a copy: its own mark stands for this one */
+	.globl	ftrace_caller_marked
+ftrace_caller_marked:
 	leaq	-FRAME(%rsp), %rsp
 	SAVE_ARGS
 	movq	$0, USFT_PTREGS_ORIG_AX(%rsp)
@@ -159,6 +163,196 @@ ftrace_caller_data:
 	.globl	ftrace_caller_end
 ftrace_caller_end:
 	.size	ftrace_caller, . - ftrace_caller
+
+/* ------------------------------------------------------------------ */
+/*
+ * ftrace_event_caller: the per-ops trampoline of an ops described by
+ * ftrace_ops_set_event() (core/ops_event.h): it writes the callback's
+ * 3-word event into the calling thread's ring itself, with the steps of
+ * usft_tbuf_write() (tracers/ring_buffer.h) in the same order, and saves
+ * only the registers it uses.  Every other case enters the ops' ordinary
+ * copy of ftrace_caller (.Le_slowv: just past that copy's TASK_MARK, so
+ * the span entered here is the one its exit leaves) with every register
+ * as the site left it; nothing is written on those ways.
+ */
+#define EVT_RET	40	/* [rsp + EVT_RET]: the return into the body, after 5 pushes */
+
+/* kernel rb_end_commit(): publish; again if a signal handler reserved meanwhile */
+.macro EVT_COMMIT done
+.Le_commit\@:
+	movq	EVT_TB_HEAD(%rcx), %rax
+	movq	%rax, EVT_TB_COMMIT(%rcx)
+	movl	$0, EVT_TB_NEST(%rcx)
+	cmpq	EVT_TB_HEAD(%rcx), %rax
+	je	\done
+	movl	$1, EVT_TB_NEST(%rcx)
+	jmp	.Le_commit\@
+.endm
+
+	.balign 16
+	.globl	ftrace_event_caller
+	.type	ftrace_event_caller, @function
+ftrace_event_caller:
+	TASK_MARK .Le_tpoff
+	cmpl	$0, %fs:TASK_STATE(%r11)	/* not registered yet: the copy does it */
+	je	.Le_slow_early
+	pushq	%rax
+	pushq	%rdx
+	pushq	%rcx
+	pushq	%rsi
+	pushq	%r10
+	/* the callback is still the one this was built for (else: the stub) */
+	movq	.Le_funcw(%rip), %rax
+	movq	(%rax), %rax
+	cmpq	.Le_fastv(%rip), %rax
+	jne	.Le_slow
+	movq	.Le_on(%rip), %rax
+	cmpl	$0, (%rax)
+	je	.Le_out				/* tracing off: the callback returns too */
+	movq	.Le_slot(%rip), %r11
+	movq	%fs:(%r11), %rcx
+	cmpq	$2, %rcx			/* no slot yet, none possible, usft's own */
+	jbe	.Le_slow
+	/* the clock first, as trace_clock_read() in the callback */
+	movq	.Le_clock(%rip), %r10
+	movl	EVT_CLK_KIND(%r10), %eax
+	cmpl	$EVT_KIND_PVCLOCK, %eax
+	je	.Le_pv
+	cmpl	$EVT_KIND_COUNTER, %eax
+	jne	.Le_slow
+	rdtsc
+	shlq	$32, %rdx
+	orq	%rdx, %rax
+	subq	EVT_CLK_C0(%r10), %rax
+	mulq	EVT_CLK_MULT(%r10)
+	shrdq	$32, %rdx, %rax
+	addq	EVT_CLK_T0(%r10), %rax
+.Le_clock_done:
+	movq	%rax, %rsi			/* ns */
+	/* begin + reserve: nothing nested here, room before the limit */
+	cmpq	$0, EVT_TB_NEST(%rcx)		/* nest and reserving */
+	jne	.Le_slow
+	movl	$1, EVT_TB_NEST(%rcx)
+	movl	$1, EVT_TB_RESERVING(%rcx)
+	movq	EVT_TB_HEAD(%rcx), %r11
+	leaq	EVT_WORDS*8(%r11), %rax
+	cmpq	EVT_TB_LIMIT(%rcx), %rax
+	ja	.Le_full
+	movq	%rax, EVT_TB_HEAD(%rcx)
+	movl	$0, EVT_TB_RESERVING(%rcx)
+	/* w0: time since the session's base, and the CPU */
+	movq	.Le_base(%rip), %rax
+	subq	(%rax), %rsi
+	movabsq	$EVT_TS_MASK, %rax
+	andq	%rax, %rsi
+	movq	EVT_TB_CPU(%rcx), %rax
+	movl	(%rax), %eax
+	andl	$EVT_CPU_MASK, %eax
+	shlq	$EVT_CPU_SHIFT, %rax
+	orq	%rax, %rsi
+	shrq	$3, %r11			/* the first word's index */
+	movq	EVT_TB_WMASK(%rcx), %rdx
+	movq	EVT_TB_DATA(%rcx), %r10
+	movq	%r11, %rax
+	andq	%rdx, %rax
+	movq	%rsi, (%r10,%rax,8)
+	/*
+	 * Ownership of the line 2 KiB ahead: the writer, reading on another
+	 * CPU, holds the lines of the lap before (a NOP where the CPU has no
+	 * PREFETCHW: arch/x86_64/ftrace.c)
+	 */
+	leaq	2048/8(%r11), %rsi
+	andq	%rdx, %rsi
+	.globl	ftrace_event_caller_prefetch
+ftrace_event_caller_prefetch:
+	prefetchw	(%r10,%rsi,8)
+	/* w1: the site (ip) and the type */
+	movq	EVT_RET(%rsp), %rsi
+	subq	$5, %rsi
+	shlq	$64-EVT_IP_BITS, %rsi
+	shrq	$64-EVT_IP_BITS, %rsi
+	orq	.Le_w1(%rip), %rsi
+	leaq	1(%r11), %rax
+	andq	%rdx, %rax
+	movq	%rsi, (%r10,%rax,8)
+	/* w2: the parent ip */
+	movq	EVT_RET+8(%rsp), %rsi
+	leaq	2(%r11), %rax
+	andq	%rdx, %rax
+	movq	%rsi, (%r10,%rax,8)
+	EVT_COMMIT .Le_out
+.Le_out:
+	movq	.Le_tpoff(%rip), %r11
+	SPAN_EXIT %r11, %rax
+	popq	%r10
+	popq	%rsi
+	popq	%rcx
+	popq	%rdx
+	popq	%rax
+	ret
+	int3
+.Le_full:
+	/* the ring is full or its next pages are not there: the callback's way */
+	movl	$0, EVT_TB_RESERVING(%rcx)
+	EVT_COMMIT .Le_slow
+.Le_slow:
+	popq	%r10
+	popq	%rsi
+	popq	%rcx
+	popq	%rdx
+	popq	%rax
+.Le_slow_early:
+	jmp	*.Le_slowv(%rip)
+	int3
+/* arch_pvclock_read(): the sequence, the clamp, the signed shift; rcx is the slot */
+.Le_pv:
+	pushq	%rcx
+	movq	EVT_CLK_PVTI(%r10), %rsi
+.Le_pv_again:
+	movl	EVT_PV_VERSION(%rsi), %r11d
+	rdtsc
+	shlq	$32, %rdx
+	orq	%rdx, %rax
+	subq	EVT_PV_TSC(%rsi), %rax
+	jns	1f
+	xorl	%eax, %eax
+1:	movsbl	EVT_PV_SHIFT(%rsi), %ecx
+	testl	%ecx, %ecx
+	js	2f
+	shlq	%cl, %rax
+	jmp	3f
+2:	negl	%ecx
+	shrq	%cl, %rax
+3:	movl	EVT_PV_MUL(%rsi), %edx
+	mulq	%rdx
+	shrdq	$32, %rdx, %rax
+	addq	EVT_PV_SYS(%rsi), %rax
+	movzbl	EVT_PV_FLAGS(%rsi), %edx
+	cmpl	EVT_PV_VERSION(%rsi), %r11d
+	jne	.Le_pv_again
+	testl	$1, %r11d
+	jnz	.Le_pv_again
+	popq	%rcx
+	testl	$EVT_PV_STABLE, %edx
+	jz	.Le_slow			/* the callback falls back to the vDSO */
+	addq	EVT_CLK_PVOFF(%r10), %rax
+	jmp	.Le_clock_done
+	int3
+	.balign 8
+	.globl	ftrace_event_caller_data
+ftrace_event_caller_data:
+.Le_tpoff:	.quad 0		/* TLS offset of usft_task */
+.Le_slowv:	.quad 0		/* the ops' copy of ftrace_caller, past its TASK_MARK */
+.Le_funcw:	.quad 0		/* &that copy's callback word (in its twin) */
+.Le_fastv:	.quad 0		/* the callback this copy stands for */
+.Le_on:		.quad 0		/* ftrace_ops_event: on */
+.Le_slot:	.quad 0		/* slot_tpoff */
+.Le_clock:	.quad 0		/* clock */
+.Le_base:	.quad 0		/* base */
+.Le_w1:		.quad 0		/* w1_bits */
+	.globl	ftrace_event_caller_end
+ftrace_event_caller_end:
+	.size	ftrace_event_caller, . - ftrace_event_caller
 
 /* ------------------------------------------------------------------ */
 	.balign 16

@@ -11,9 +11,11 @@
  * sites use.  FTRACE_ADDR, FTRACE_REGS_ADDR and ops->trampoline are tokens
  * that resolve to the copy in the record's window.
  */
+#include <cpuid.h>
 #include <stdlib.h>
 #include <string.h>
 #include "core/arch.h"
+#include "core/ops_event.h"
 #include "core/text.h"
 #include "mem/execmem.h"
 #include "insn.h"
@@ -21,7 +23,9 @@
 extern const char ftrace_caller_data[], ftrace_caller_end[];
 extern const char ftrace_regs_caller_data[], ftrace_regs_caller_end[];
 extern const char ftrace_regs_caller_jmp[];
-extern const char ftrace_caller_op_ptr[], ftrace_call[];
+extern const char ftrace_caller_op_ptr[], ftrace_call[], ftrace_caller_marked[];
+extern const char ftrace_event_caller[], ftrace_event_caller_data[], ftrace_event_caller_end[];
+extern const char ftrace_event_caller_prefetch[];
 extern const char ftrace_regs_caller_op_ptr[], ftrace_regs_call[];
 extern const char ftrace_graph_stub[], ftrace_graph_stub_data[], ftrace_graph_stub_end[];
 extern const char ftrace_graph_stub_lea[];
@@ -43,6 +47,20 @@ struct tramp_data {
 struct tramp_copy {
 	struct usft_window *w;
 	unsigned long addr;
+	unsigned long ev;	/* its ftrace_event_caller in front, or 0 */
+};
+
+/* the data words of ftrace_event_caller (entry.S), in order */
+struct event_data {
+	unsigned long tpoff;
+	unsigned long slowv;
+	unsigned long funcw;
+	unsigned long fastv;
+	unsigned long on;
+	unsigned long slot;
+	unsigned long clock;
+	unsigned long base;
+	unsigned long w1;
 };
 
 /* the data words of a graph jmp stub (fgraph_entry.S: GS_*) */
@@ -211,6 +229,93 @@ static unsigned long make_copy_for(struct usft_window *w, bool regs, struct ftra
 static unsigned long make_copy(struct usft_window *w, bool regs, struct ftrace_ops *ops)
 {
 	return make_copy_for(w, regs, ops, NULL);
+}
+
+/*
+ * PREFETCHW (CPUID 0x80000001 ECX bit 8, "3DNowPrefetch"): where the CPU
+ * does not list it, ftrace_event_caller's prefetchw becomes a NOP.
+ */
+static bool prefetchw_ok(void)
+{
+	unsigned int a, b, c, d;
+
+	return __get_cpuid(0x80000001, &a, &b, &c, &d) && (c & (1U << 8));
+}
+
+static size_t event_size(void)
+{
+	return (size_t)(ftrace_event_caller_end - ftrace_event_caller);
+}
+
+/*
+ * An ops that writes its own events (core/ops_event.h) and whose callback
+ * is called as it is (no assist function in between): its description.
+ */
+static const struct ftrace_ops_event *event_of(const struct usft_ops_private *p)
+{
+	if (!usft_opts.event_tramp || p->regs || ftrace_ops_get_func(p->ops) != p->ops->func)
+		return NULL;
+	return ftrace_ops_event_of(p->ops);
+}
+
+/*
+ * The ftrace_event_caller in front of @p's copy at @copy, in the same
+ * window.  Return: its address, or 0 (none: the sites call the copy).
+ */
+static unsigned long make_event_copy(struct usft_window *w, const struct usft_ops_private *p,
+				     unsigned long copy)
+{
+	const struct ftrace_ops_event *e = event_of(p);
+	size_t size = event_size();
+	struct event_data *d;
+	unsigned char *buf;
+	unsigned long addr;
+	int ret;
+
+	if (!e)
+		return 0;
+	/* the image first; the trampoline memory only once it is good */
+	buf = malloc(size);
+	if (!buf)
+		return 0;
+	memcpy(buf, ftrace_event_caller, size);
+	if (!prefetchw_ok()) {
+		unsigned char *pf = buf + (ftrace_event_caller_prefetch - ftrace_event_caller);
+
+		if (memcmp(pf, "\x41\x0f\x0d", 3)) {	/* prefetchw (%r10,...) */
+			free(buf);
+			return 0;
+		}
+		memcpy(pf, X86_NOP5, 5);
+	}
+	d = (struct event_data *)(buf + (ftrace_event_caller_data - ftrace_event_caller));
+	d->tpoff = usft_task_tpoff();
+	d->slowv = copy + (unsigned long)(ftrace_caller_marked - ftrace_caller);
+	d->funcw = (unsigned long)copy_func_word(copy, false);
+	d->fastv = (unsigned long)p->ops->func;
+	d->on = (unsigned long)e->on;
+	d->slot = e->slot_tpoff;
+	d->clock = (unsigned long)e->clock;
+	d->base = (unsigned long)e->base;
+	d->w1 = e->w1_bits;
+	addr = usft_execmem_alloc(w, size);
+	ret = addr ? x86_text_copy(addr, buf, size, true) : -ENOMEM;
+	free(buf);
+	if (ret) {
+		if (addr)
+			usft_execmem_free(w, addr, size);
+		return 0;
+	}
+	usft_counters.nr_event_trampolines++;
+	return addr;
+}
+
+/* what a site in reach of copy @c calls: its event trampoline, else the copy */
+static unsigned long copy_target(const struct tramp_copy *c, unsigned long ip)
+{
+	if (c->ev && x86_rel32_ok(ip, c->ev) && x86_rel32_ok(ip, c->ev + event_size()))
+		return c->ev;
+	return c->addr;
 }
 
 /*
@@ -423,7 +528,7 @@ again:
 		for (unsigned int i = 0; i < p->nr; i++)
 			if (x86_rel32_ok(ip, p->copy[i].addr) &&
 			    x86_rel32_ok(ip, p->copy[i].addr + p->size))
-				return p->copy[i].addr;
+				return copy_target(&p->copy[i], ip);
 		if (!create || p->nr == MAX_COPIES)
 			return 0;
 		obj = usft_object_of(ip);
@@ -437,8 +542,8 @@ again:
 				return 0;
 			p->copy[p->nr].w = w;
 			p->copy[p->nr].addr = t;
-			p->nr++;
-			return t;
+			p->copy[p->nr].ev = make_event_copy(w, p, t);
+			return copy_target(&p->copy[p->nr++], ip);
 		}
 	}
 caller:
@@ -644,6 +749,7 @@ void arch_ftrace_update_trampoline(struct ftrace_ops *ops)
 	}
 	p->copy[0].w = w;
 	p->copy[0].addr = t;
+	p->copy[0].ev = make_event_copy(w, p, t);
 	p->nr = 1;
 	p->next = tramps;
 	tramps = p;
@@ -682,8 +788,13 @@ void arch_ftrace_trampoline_free(struct ftrace_ops *ops)
 			*pp = p->next;
 			break;
 		}
-	for (unsigned int i = 0; i < p->nr; i++)
+	for (unsigned int i = 0; i < p->nr; i++) {
 		usft_execmem_free(p->copy[i].w, p->copy[i].addr, p->size);
+		if (p->copy[i].ev) {
+			usft_execmem_free(p->copy[i].w, p->copy[i].ev, event_size());
+			usft_counters.nr_event_trampolines--;
+		}
+	}
 	graph_stubs_free(p);
 	free(p);
 	ops->usft = NULL;

@@ -60,6 +60,7 @@ struct usft_stats {
 	unsigned long nr_wx_refused;	/* calls refused with EPERM: a W^X policy forbids writable text */
 	unsigned long nr_procmem_writes;	/* text writes made through /proc/self/mem (W^X) */
 	unsigned long nr_early_nops;	/* x86-64: gcc NOP runs converted at start-up (one thread) */
+	unsigned long nr_event_trampolines;	/* x86-64: per-ops trampolines writing their ops' events */
 };
 
 /**
