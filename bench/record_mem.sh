@@ -67,7 +67,7 @@ for p in $PROGRAMS; do
 	done
 done
 val() { grep "^$1 $2 $3 " "$RAW" | awk '{ print $4 }' | median; }
-echo "# cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), $(nproc) cpus, load average $(cut -d' ' -f1-3 /proc/loadavg); median of $RUNS runs; default settings (32 MiB rings, a full ring waits for the writer)"
+echo "# cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), $(nproc) cpus, load average $(cut -d' ' -f1-3 /proc/loadavg); median of $RUNS runs; default settings (default rings, a full ring waits for the writer)"
 for p in $PROGRAMS; do
 	grep -q "^$p " "$RAW" || continue
 	line="section=record_mem case=$p untraced_rss_kb=$(val "$p" untraced rss)"

@@ -47,7 +47,7 @@ static const struct {
 	  "                           trace_off, finish, depth=N) (repeatable)\n"
 	  "      --signal SIG@ACTION  on signal SIG: trace_on, trace_off or finish (repeatable)\n"
 	  "  -o, --output FILE        trace file (default usft.dat), replaced once PROG ran\n"
-	  "  -b, --buffer-size KB     ring buffer per thread in KiB, 4..16777216 (default 32768)\n"
+	  "  -b, --buffer-size KB     ring buffer per thread in KiB, 4..16777216 (default 1024)\n"
 	  "  -C, --clock CLOCK        auto, mono (clock_gettime) or counter (cycle counter)\n"
 	  "  -O, --option NAME=VALUE  runtime option (see `usft stat`), repeatable\n"
 	  "      --prefault           fault in the first thread's ring before PROG runs\n"

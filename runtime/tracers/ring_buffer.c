@@ -331,6 +331,7 @@ static unsigned long tbuf_limit(struct usft_tbuf *b)
 bool usft_tbuf_make_room(struct usft_tbuf *b, unsigned long end)
 {
 	unsigned long long t0 = 0;
+	unsigned long limit, half;
 	bool waited = false;
 	int saved = errno;
 	bool ok = true;
@@ -388,7 +389,24 @@ bool usft_tbuf_make_room(struct usft_tbuf *b, unsigned long end)
 			max_store(&b->populated, to);
 		}
 	}
-	__atomic_store_n(&b->limit, tbuf_limit(b), __ATOMIC_RELAXED);
+	limit = tbuf_limit(b);
+	/*
+	 * The writer's watermark (the kernel's buffer_percent, 50 by default):
+	 * once past half the ring, the writer is woken now instead of at its
+	 * next tick, so that a ring small enough to stay in the cache is
+	 * drained while the other half fills.  One wake-up per half ring
+	 * written (the limit stays past the half until the next look).
+	 */
+	half = tbuf_released(b) + b->size / 2;
+	if (end > half) {
+		void (*kick)(void) = __atomic_load_n(&usft_tbuf_kick_hook, __ATOMIC_ACQUIRE);
+
+		if (kick && !waited)
+			kick();
+	} else if (limit > half) {
+		limit = half;
+	}
+	__atomic_store_n(&b->limit, limit, __ATOMIC_RELAXED);
 out:
 	errno = saved;
 	return ok;

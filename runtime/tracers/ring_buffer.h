@@ -348,6 +348,8 @@ void usft_tbuf_prefault(struct usft_tbuf *b);	/* consumer: ring pages ahead */
  * has not written yet plus what is populated ahead of it.
  */
 #define USFT_RING_KEEP_DEFAULT	(64UL << 20)
+/* a thread's ring when -b / USFT_BUFFER_SIZE does not say */
+#define USFT_RING_DEFAULT_BYTES	(1UL << 20)
 /* consumer: ring positions [from, to) are written out (consumed still @from) */
 void usft_tbuf_give_back(struct usft_tbuf *b, unsigned long from, unsigned long to);
 /* bytes usft_tbuf_give_back() gave back so far (the END chunk says them) */

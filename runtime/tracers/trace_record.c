@@ -1043,11 +1043,15 @@ static int tracer_start(const struct usft_trace_opts *o)
 	S.opts.graph_notrace = dup_or_null(o->graph_notrace);
 	S.output = strdup(o->output && *o->output ? o->output : USFT_TRACE_DEFAULT_FILE);
 	S.opts.output = S.output;
-	/* 32 MiB: a busy thread's ring (its pages kept lap after lap) adds
-	 * well under 64 MB to the program; with the default lossless policy
-	 * a full ring waits for the writer, it loses nothing */
+	/*
+	 * 1 MiB: small enough to stay in a core's L2 cache lap after lap
+	 * (the writer is woken at half, usft_tbuf_make_room()), where a
+	 * ring of 32 MiB made every event's store a miss (docs/tracers.md,
+	 * "Ring size"); with the default lossless policy a full ring waits
+	 * for the writer, it loses nothing
+	 */
 	if (!S.opts.buffer_size)
-		S.opts.buffer_size = 32UL << 20;
+		S.opts.buffer_size = USFT_RING_DEFAULT_BYTES;
 	if (t->kind == USFT_TRACER_PROFILE || o->reusable)
 		prof = st.nr_sites * 2 < 1024 ? 1024 : st.nr_sites * 2;
 	if (t->kind != USFT_TRACER_PROFILE || o->reusable)
