@@ -33,10 +33,15 @@ RAW=$OUT/floor.txt
 rm -f "$OUT/floor.clock"
 [ -x "$B" ] || { echo "floor.sh: $B not built (make build)" >&2; exit 1; }
 
-# ring per thread: every event of the run fits, nothing is dropped
-# (400000 * SCALE calls per sample, INNER rounds, 2 samples per round on
-# thread 0, warm-ups, 24 bytes per event), pre-faulted for the first thread
-KB=$(awk -v s="$SCALE" -v r="$INNER" 'BEGIN { printf "%d", 400000 * s * 1.1 * r * 2 * 24 / 1024 + 4096 }')
+# ring per thread: usft's default (RING_KB unset; a full ring waits for
+# the writer, nothing is dropped), a size in KiB, or "fit": every event of
+# the run fits (400000 * SCALE calls per sample, INNER rounds, 2 samples per
+# round on thread 0, warm-ups, 24 bytes per event), as before 2026-12-07
+RING_KB=${RING_KB:-}
+if [ "$RING_KB" = fit ]; then
+	RING_KB=$(awk -v s="$SCALE" -v r="$INNER" 'BEGIN { printf "%d", 400000 * s * 1.1 * r * 2 * 24 / 1024 + 4096 }')
+fi
+RING=${RING_KB:+-b $RING_KB}
 ARGS="--scale $SCALE --rounds $INNER"
 tools=(none)
 [ -x "$USFT" ] && tools+=(usft_function usft_function_graph)
@@ -50,12 +55,12 @@ command -v uftrace >/dev/null && tools+=(uftrace) || echo "floor.sh: uftrace not
 cmd() {
 	case $1 in
 	none) echo "$B $ARGS --tool none" ;;
-	usft_function) echo "$USFT record --prefault -b $KB -p function -l bench_traced -o $OUT/floor.usft $B $ARGS --tool usft_function" ;;
-	usft_function_graph) echo "$USFT record --prefault -b $KB -p function_graph -l bench_traced -o $OUT/floor.usft $B $ARGS --tool usft_function_graph" ;;
-	usft_function_tsc) echo "$USFT record -C counter --prefault -b $KB -p function -l bench_traced -o $OUT/floor.usft $B $ARGS --tool usft_function_tsc" ;;
-	usft_function_graph_tsc) echo "$USFT record -C counter --prefault -b $KB -p function_graph -l bench_traced -o $OUT/floor.usft $B $ARGS --tool usft_function_graph_tsc" ;;
-	usft_function_mono) echo "$USFT record -C mono --prefault -b $KB -p function -l bench_traced -o $OUT/floor.usft $B $ARGS --tool usft_function_mono" ;;
-	usft_function_graph_mono) echo "$USFT record -C mono --prefault -b $KB -p function_graph -l bench_traced -o $OUT/floor.usft $B $ARGS --tool usft_function_graph_mono" ;;
+	usft_function) echo "$USFT record --prefault $RING -p function -l bench_traced -o $OUT/floor.usft $B $ARGS --tool usft_function" ;;
+	usft_function_graph) echo "$USFT record --prefault $RING -p function_graph -l bench_traced -o $OUT/floor.usft $B $ARGS --tool usft_function_graph" ;;
+	usft_function_tsc) echo "$USFT record -C counter --prefault $RING -p function -l bench_traced -o $OUT/floor.usft $B $ARGS --tool usft_function_tsc" ;;
+	usft_function_graph_tsc) echo "$USFT record -C counter --prefault $RING -p function_graph -l bench_traced -o $OUT/floor.usft $B $ARGS --tool usft_function_graph_tsc" ;;
+	usft_function_mono) echo "$USFT record -C mono --prefault $RING -p function -l bench_traced -o $OUT/floor.usft $B $ARGS --tool usft_function_mono" ;;
+	usft_function_graph_mono) echo "$USFT record -C mono --prefault $RING -p function_graph -l bench_traced -o $OUT/floor.usft $B $ARGS --tool usft_function_graph_mono" ;;
 	uftrace) echo "uftrace record --no-pager -P ^bench_traced$ -d $OUT/floor.uftrace.data $B $ARGS --tool uftrace" ;;
 	esac
 }

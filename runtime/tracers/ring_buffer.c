@@ -47,7 +47,8 @@ _Static_assert(offsetof(struct usft_tbuf, head) == EVT_TB_HEAD &&
 	       sizeof(((struct usft_tbuf *)0)->reserving) == 4,
 	       "asm/event.h: struct usft_tbuf");
 _Static_assert(EVT_TS_MASK == EV_TS_MASK && EVT_CPU_SHIFT == EV_CPU_SHIFT &&
-	       EVT_CPU_MASK == EV_CPU_UNKNOWN && EV_IP_MASK == (1ULL << EVT_IP_BITS) - 1,
+	       EVT_CPU_MASK == EV_CPU_UNKNOWN && EV_IP_MASK == (1ULL << EVT_IP_BITS) - 1 &&
+	       EVT_PREFETCH == USFT_TBUF_PREFETCH,
 	       "asm/event.h: the function tracer's event");
 #endif
 
@@ -463,6 +464,7 @@ void usft_tbuf_writer_passed(void)
 
 void (*usft_tbuf_exit_hook)(void);
 void (*usft_tbuf_kick_hook)(void);
+bool usft_tbuf_prefetch_ok;
 
 static __thread struct usft_tbuf *self_saved __attribute__((tls_model("initial-exec")));
 static __thread int self_depth __attribute__((tls_model("initial-exec")));
@@ -1012,6 +1014,9 @@ int usft_tbuf_pool_init(const struct usft_pool_opts *o)
 	if (!max_threads)
 		max_threads = 256;
 	pool_lossless = o->lossless;
+#if __has_include("asm/prefetch.h")
+	usft_tbuf_prefetch_ok = arch_prefetch_w_usable();
+#endif
 	pool_stalled = false;
 	ring_keep = o->ring_keep ? o->ring_keep : USFT_RING_KEEP_DEFAULT;
 	ring_punch = ring > ring_keep;

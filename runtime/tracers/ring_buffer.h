@@ -41,6 +41,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "trace_format.h"
+#if __has_include("asm/prefetch.h")
+#include "asm/prefetch.h"
+#endif
 
 #ifndef likely
 #define likely(x)	__builtin_expect(!!(x), 1)
@@ -242,6 +245,27 @@ lost:
 }
 
 /*
+ * The line USFT_TBUF_PREFETCH bytes ahead of an event at word @i, asked for
+ * writing.  The writer, on another CPU, has read the lap before: without
+ * it every new line of a ring that stays in the cache was a coherence miss
+ * in the event's path (docs/tracers.md, "Ring size").
+ * ftrace_event_caller does the same (asm/event.h: EVT_PREFETCH).
+ */
+#define USFT_TBUF_PREFETCH	2048UL
+extern bool usft_tbuf_prefetch_ok;
+
+static inline __attribute__((always_inline)) void
+usft_tbuf_prefetch(const uint64_t *d, unsigned long i, unsigned long m)
+{
+#if __has_include("asm/prefetch.h")
+	if (likely(usft_tbuf_prefetch_ok))
+		arch_prefetch_w(&d[(i + USFT_TBUF_PREFETCH / 8) & m]);
+#else
+	(void)d, (void)i, (void)m;
+#endif
+}
+
+/*
  * usft_tbuf_reserve() - one event of @n (2 to 4) words, inside a
  * begin/end section.  Return: false when it was dropped (usft_tbuf_room()).
  */
@@ -256,12 +280,8 @@ usft_tbuf_reserve(struct usft_tbuf *b, uint64_t w0, uint64_t w1, uint64_t w2, ui
 		return false;
 	d = b->data;
 	m = b->wmask;
-	/*
-	 * No software prefetch: the writes stream, the hardware prefetcher
-	 * follows them, and an explicit one 512 bytes ahead cost function_graph
-	 * 0.9 ns per call here (docs/tracers.md, Cost).
-	 */
 	d[i & m] = w0;
+	usft_tbuf_prefetch(d, i, m);
 	d[(i + 1) & m] = w1;
 	if (n > 2)
 		d[(i + 2) & m] = w2;

@@ -261,7 +261,7 @@ ftrace_event_caller:
 	 * CPU, holds the lines of the lap before (a NOP where the CPU has no
 	 * PREFETCHW: arch/x86_64/ftrace.c)
 	 */
-	leaq	2048/8(%r11), %rsi
+	leaq	EVT_PREFETCH/8(%r11), %rsi
 	andq	%rdx, %rsi
 	.globl	ftrace_event_caller_prefetch
 ftrace_event_caller_prefetch:

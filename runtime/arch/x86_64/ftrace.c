@@ -11,13 +11,13 @@
  * sites use.  FTRACE_ADDR, FTRACE_REGS_ADDR and ops->trampoline are tokens
  * that resolve to the copy in the record's window.
  */
-#include <cpuid.h>
 #include <stdlib.h>
 #include <string.h>
 #include "core/arch.h"
 #include "core/ops_event.h"
 #include "core/text.h"
 #include "mem/execmem.h"
+#include "asm/prefetch.h"
 #include "insn.h"
 
 extern const char ftrace_caller_data[], ftrace_caller_end[];
@@ -231,17 +231,6 @@ static unsigned long make_copy(struct usft_window *w, bool regs, struct ftrace_o
 	return make_copy_for(w, regs, ops, NULL);
 }
 
-/*
- * PREFETCHW (CPUID 0x80000001 ECX bit 8, "3DNowPrefetch"): where the CPU
- * does not list it, ftrace_event_caller's prefetchw becomes a NOP.
- */
-static bool prefetchw_ok(void)
-{
-	unsigned int a, b, c, d;
-
-	return __get_cpuid(0x80000001, &a, &b, &c, &d) && (c & (1U << 8));
-}
-
 static size_t event_size(void)
 {
 	return (size_t)(ftrace_event_caller_end - ftrace_event_caller);
@@ -279,7 +268,8 @@ static unsigned long make_event_copy(struct usft_window *w, const struct usft_op
 	if (!buf)
 		return 0;
 	memcpy(buf, ftrace_event_caller, size);
-	if (!prefetchw_ok()) {
+	/* prefetchw only where CPUID lists it (asm/prefetch.h) */
+	if (!arch_prefetch_w_usable()) {
 		unsigned char *pf = buf + (ftrace_event_caller_prefetch - ftrace_event_caller);
 
 		if (memcmp(pf, "\x41\x0f\x0d", 3)) {	/* prefetchw (%r10,...) */

@@ -45,5 +45,7 @@
 #define EVT_CPU_SHIFT		52
 #define EVT_CPU_MASK		0xfff
 #define EVT_IP_BITS		48
+/* the ring line asked for ahead of the event (USFT_TBUF_PREFETCH) */
+#define EVT_PREFETCH		2048
 
 #endif /* USFT_X86_64_ASM_EVENT_H */
