@@ -303,6 +303,7 @@ static inline bool usft_tbuf_reserve_n(struct usft_tbuf *b, const uint64_t *w, u
 		return false;
 	for (unsigned int k = 0; k < n; k++)
 		b->data[(i + k) & b->wmask] = w[k];
+	usft_tbuf_prefetch(b->data, i, b->wmask);
 	return true;
 }
 

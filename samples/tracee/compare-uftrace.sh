@@ -8,8 +8,9 @@
 # measured in one run: each round runs every case once, in turn, so all of
 # them see the same machine state; the loop times itself (calls only, not
 # start-up or writing the trace) and the median over rounds is reported.
-# Rings are sized to hold the whole run (no lost events skew the numbers)
-# and both tools write to a tmpfs.  uftrace is a benchmark dependency only
+# usft runs with its default rings (a full ring waits for the writer, so
+# no event is lost; BUF=KiB sets a ring size) and both tools write to a
+# tmpfs.  uftrace is a benchmark dependency only
 # (Debian package uftrace).  Never a timed test.
 set -euo pipefail
 build=${1:?usage: compare-uftrace.sh BUILD_DIR [ROUNDS] [CALLS]}
@@ -20,8 +21,8 @@ loop=$build/samples/tracee/tracee-loop
 command -v uftrace >/dev/null || { echo "uftrace not installed (apt-get install uftrace)" >&2; exit 1; }
 tmp=$(mktemp -d /dev/shm/usft-cmp.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
-# KiB: 32 bytes per call (function_graph) and some room
-buf=$(( (calls * 32 / 1024) + 65536 ))
+# -b only when BUF (KiB) is given
+bufopt=${BUF:+-b $BUF}
 
 ns() { sed -n 's/^ns_per_call=//p'; }
 
@@ -29,17 +30,17 @@ declare -A res
 cases=(untraced usft_function usft_function_mono usft_graph usft_graph_call uftrace)
 for r in $(seq 1 "$rounds"); do
 	res[untraced]+=" $("$loop" "$calls" time 2>&1 >/dev/null | ns)"
-	res[usft_function]+=" $("$usft" record -q --prefault -p function -b "$buf" -o "$tmp/f.dat" "$loop" "$calls" time 2>&1 >/dev/null | ns)"
-	res[usft_function_mono]+=" $("$usft" record -q --prefault -p function -C mono -b "$buf" -o "$tmp/m.dat" "$loop" "$calls" time 2>&1 >/dev/null | ns)"
-	res[usft_graph]+=" $("$usft" record -q --prefault -p function_graph -b "$buf" -o "$tmp/g.dat" "$loop" "$calls" time 2>&1 >/dev/null | ns)"
+	res[usft_function]+=" $("$usft" record -q --prefault -p function $bufopt -o "$tmp/f.dat" "$loop" "$calls" time 2>&1 >/dev/null | ns)"
+	res[usft_function_mono]+=" $("$usft" record -q --prefault -p function -C mono $bufopt -o "$tmp/m.dat" "$loop" "$calls" time 2>&1 >/dev/null | ns)"
+	res[usft_graph]+=" $("$usft" record -q --prefault -p function_graph $bufopt -o "$tmp/g.dat" "$loop" "$calls" time 2>&1 >/dev/null | ns)"
 	# the kernel's return path: every hooked return through return_to_handler
-	res[usft_graph_call]+=" $("$usft" record -q --prefault -p function_graph -O graph_jmp=0 -b "$buf" -o "$tmp/c.dat" "$loop" "$calls" time 2>&1 >/dev/null | ns)"
+	res[usft_graph_call]+=" $("$usft" record -q --prefault -p function_graph -O graph_jmp=0 $bufopt -o "$tmp/c.dat" "$loop" "$calls" time 2>&1 >/dev/null | ns)"
 	res[uftrace]+=" $(uftrace record -d "$tmp/uftrace.data" -P . "$loop" "$calls" time 2>&1 >/dev/null | ns)"
 	rm -rf "$tmp"/*
 	echo "round $r/$rounds" >&2
 done
 # lost events of the last configuration, to show nothing was dropped
-"$usft" record -p function_graph -b "$buf" -o "$tmp/g.dat" "$loop" "$calls" >/dev/null
+"$usft" record -p function_graph $bufopt -o "$tmp/g.dat" "$loop" "$calls" >/dev/null
 
 median() { tr ' ' '\n' | sed '/^$/d' | sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 declare -A med
