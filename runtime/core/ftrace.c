@@ -290,11 +290,21 @@ ftrace_func_t ftrace_ops_get_func(struct ftrace_ops *ops)
  */
 static struct ftrace_ops_event *ops_events;
 
+/* whether @ev is on the list already (pushing it again would make a cycle) */
+static bool ops_event_listed(const struct ftrace_ops_event *ev)
+{
+	for (const struct ftrace_ops_event *e = __atomic_load_n(&ops_events, __ATOMIC_ACQUIRE); e;
+	     e = e->next)
+		if (e == ev)
+			return true;
+	return false;
+}
+
 USFT_API void ftrace_ops_set_event(struct ftrace_ops_event *ev)
 {
 	struct ftrace_ops_event *head;
 
-	if (!ev || !ev->ops || ftrace_ops_event_of(ev->ops) == ev)
+	if (!ev || !ev->ops || ops_event_listed(ev))
 		return;
 	head = __atomic_load_n(&ops_events, __ATOMIC_ACQUIRE);
 	do

@@ -37,8 +37,11 @@ struct ftrace_ops_event {
 
 /*
  * ftrace_ops_set_event() - describe @ev->ops's events (before registering
- * it; the description stays until the process ends).  Exported privately
- * for the preload shim's tracers (libusft.map USFT_PRIVATE).
+ * it; the description stays until the process ends and is read when a
+ * trampoline is built).  The newest description of an ops is its own; one
+ * already given is not added again (its fields may be refreshed in place).
+ * Exported privately for the preload shim's tracers (libusft.map
+ * USFT_PRIVATE).
  */
 void ftrace_ops_set_event(struct ftrace_ops_event *ev);
 /* the description of @ops, or NULL */

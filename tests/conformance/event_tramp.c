@@ -377,6 +377,36 @@ Test(event_tramp, an_ops_that_is_not_described_gets_none)
 	cr_assert_eq(unregister_ftrace_function(&plain), 0);
 }
 
+/* describing again: the newest description stays the ops' own, and the list stays a list */
+Test(event_tramp, describing_again_keeps_the_newest_description, .timeout = 30)
+{
+	static struct ftrace_ops_event other = { .ops = &et_ops };
+	static struct ftrace_ops plain = { .func = et_cb };
+	static int off;
+
+	et_setup();
+	cr_assert_eq(usft_init(), 0);
+	other = et_event;
+	other.next = NULL;
+	other.on = &off;
+	ftrace_ops_set_event(&et_event);
+	ftrace_ops_set_event(&other);
+	ftrace_ops_set_event(&et_event);
+	/* an ops with no description walks the whole list */
+	cr_assert_eq(tc_set_filter(&plain, "et_args", 1), 0);
+	cr_assert_eq(register_ftrace_function(&plain), 0);
+	cr_assert_eq(unregister_ftrace_function(&plain), 0);
+	cr_assert_eq(tc_set_filter(&et_ops, "et_func", 1), 0);
+	cr_assert_eq(register_ftrace_function(&et_ops), 0);
+	call_et_func(1);
+	if (fast_expected()) {
+		/* "other" says tracing is off: nothing written, nothing called */
+		cr_assert_eq(et_ring.head, 0UL);
+		cr_assert_eq(atomic_load(&cb_calls), 0UL);
+	}
+	et_stop();
+}
+
 /*
  * Signals: a handler's call that lands inside the thread's own event is
  * the callback's (nested), anywhere else it writes its own; every call is
