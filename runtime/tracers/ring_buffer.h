@@ -7,7 +7,10 @@
  * tracing starts; a thread takes a slot with a CAS the first time it emits an
  * event and hands it back at exit (pthread key destructor).  After that the
  * hot path is: TLS load, a few stores, no atomics, no allocation, no lock,
- * no syscall, errno untouched.
+ * no syscall, errno untouched.  The one exception is the reservation that
+ * crosses half the ring: usft_tbuf_make_room() wakes the writer there (one
+ * FUTEX_WAKE per half ring written, errno kept), which is what keeps a
+ * ring that stays in the cache from filling (docs/tracers.md, "Ring size").
  *
  * Producer (the owning thread, and signal handlers nested on it):
  *   nest++                            nesting level on this thread
