@@ -404,7 +404,7 @@ bool usft_sync_core_registered(void)
 	return sync_core_ok;
 }
 
-static void sync_nop(ucontext_t *uc, void *arg)
+static __no_tsan void sync_nop(ucontext_t *uc, void *arg)
 {
 }
 
@@ -479,7 +479,7 @@ static void rv_atfork_child(void)
 	rv_pid = getpid();
 }
 
-static void rv_park(ucontext_t *uc, void *arg)
+static __no_tsan void rv_park(ucontext_t *uc, void *arg)
 {
 	(void)uc;
 	(void)arg;

@@ -48,7 +48,7 @@ static int blocked_cap;
 static int scan_n, scan_dirty;
 
 /* rendezvous handler: where was this thread? */
-static void scan_thread(ucontext_t *uc, void *arg)
+static __no_tsan void scan_thread(ucontext_t *uc, void *arg)
 {
 	struct scan_pcs *p = __atomic_load_n(&scan_pc, __ATOMIC_ACQUIRE);
 	int i = __atomic_fetch_add(&scan_n, 1, __ATOMIC_RELAXED);
