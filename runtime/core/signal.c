@@ -94,22 +94,20 @@ __no_tsan int usft_real_sigaction(int sig, const struct sigaction *act, struct s
 	sigaction_fn fn = __atomic_load_n(&real_sigaction_fn, __ATOMIC_ACQUIRE);
 
 	if (!fn) {
-#ifdef __SANITIZE_THREAD__
+#ifndef __SANITIZE_THREAD__
 		/*
 		 * Under ThreadSanitizer the next sigaction is TSan's interceptor,
 		 * which defers an asynchronous signal while its thread is inside
 		 * an intercepted call: a thread waiting in pthread_mutex_lock()
 		 * for ftrace_lock would answer the rendezvous only after the
 		 * updater, which holds that lock and waits for the answer, gave
-		 * up (2 s).  Take libc's own, as without TSan; the handlers are
-		 * not instrumented.
+		 * up (2 s).  There libc's own is taken below, as without TSan;
+		 * the rendezvous callbacks are not instrumented.
 		 */
-		fn = NULL;
-#else
 		fn = (sigaction_fn)dlsym(RTLD_NEXT, "sigaction");
 #endif
 		if (!fn) {
-			/* loaded after libc (a preload's dependency): ask libc itself */
+			/* loaded after libc (a preload's dependency), or TSan: ask libc */
 			void *libc = dlopen("libc.so.6", RTLD_NOLOAD | RTLD_LAZY);
 
 			fn = libc ? (sigaction_fn)dlsym(libc, "sigaction") : NULL;
