@@ -303,7 +303,7 @@ USFT_API void usft_print_stat(FILE *out)
 	P(nr_callsites); P(callsite_bytes); P(nr_stop_machine);
 	P(nr_reclaim_scans); P(nr_rv_sleepers);
 	P(nr_notrap_batches); P(nr_wx_refused); P(nr_procmem_writes); P(nr_early_nops);
-	P(nr_event_trampolines);
+	P(nr_event_trampolines); P(nr_nop_conversions_refused);
 #undef P
 	fprintf(out, "  %-22s %s\n", "state", st.disabled ? "dead (ftrace_bug)" : "ok");
 }

@@ -777,7 +777,7 @@ static int rv_signal_all(void (*fn)(ucontext_t *uc, void *arg), void *arg,
 		thread_status(tids[i], &blocked, &sleeping);
 		/*
 		 * A thread that blocks the signal would never answer; it is
-		 * skipped (docs/design.md: such threads are not relocated).
+		 * skipped; its pc is reported to usft_threads_scan() callers.
 		 */
 		if ((blocked >> (rv_signo - 1)) & 1) {
 			rv_skipped.v[rv_nskipped++] = tids[i];

@@ -21,7 +21,9 @@
  * process that already had threads (a library dlopen'ed late, `usft
  * attach`), are converted at pick-up with the INT3 protocol; while a thread
  * blocks either signal such a conversion is not done and the calls that
- * would patch return -EBUSY naming it (x86_poke_flush()).
+ * would patch return -EBUSY naming it (x86_poke_flush()); so do they when
+ * the rendezvous cannot move a thread out of a run (one a debugger holds
+ * there): the INT3s are put back (poke_revert()).
  *
  * The section table is read with pread() from each object's file (the
  * object's own bytes are hostile input too: every offset and size is

@@ -5,6 +5,7 @@
  *
  *   1. write INT3 over the first byte of every queued site;   sync
  *   2. (gcc's 1-byte NOPs only) move threads stopped inside a site past it
+ *      (one that cannot be moved: the INT3s go back, -EBUSY)
  *   3. write bytes 1..len-1;                                   sync
  *   4. write the new first byte;                               sync
  *
@@ -30,6 +31,7 @@
 struct poke_entry {
 	unsigned long addr;
 	unsigned char newb[8];
+	unsigned char old0;	/* byte 0 before the INT3: put back by poke_revert() */
 	int len;
 	bool relocate;
 };
@@ -452,6 +454,78 @@ static __no_tsan int poke_flush_without_traps(void)
 	return ret;
 }
 
+/*
+ * Move every other thread that is inside a run of gcc's NOPs past it, with
+ * the INT3s of the batch in place (no thread enters a run any more).  A
+ * thread that did not answer (stopped by a debugger, or not scheduled for
+ * the rendezvous's 2 s) or that blocked the signal while running, may be
+ * inside a run; its answer cannot come late: the rendezvous is over, and
+ * it would resume inside the 5-byte NOP.  Threads that blocked the signal
+ * are tried again a few times (glibc blocks every signal for a moment in
+ * a thread it creates or tears down).  Return: the threads that may still
+ * be inside a run (0: every one is moved or outside the sites).
+ */
+static int poke_relocate_all(void)
+{
+	unsigned long pcs[64];
+	int missing = 0, unsafe = 0;
+
+	for (int tries = 0; tries < 5; tries++) {
+		int nb = 0;
+
+		missing = usft_threads_scan(relocate_thread, NULL, not_in_a_site, pcs,
+					    (int)(sizeof(pcs) / sizeof(pcs[0])), &nb);
+		if (missing < 0)
+			return 1;	/* no rendezvous signal: no thread was moved */
+		unsafe = 0;
+		/* sleepers' pcs were checked; a blocker is safe only asleep outside */
+		for (int k = 0; k < nb; k++)
+			if (!pcs[k] || !not_in_a_site(pcs[k]))
+				unsafe++;
+		if (missing || !unsafe)
+			break;
+		struct timespec ms = { 0, 2000000 };
+
+		nanosleep(&ms, NULL);
+	}
+	return missing + unsafe;
+}
+
+/*
+ * The rendezvous could not move every thread: the INT3s go back to the
+ * sites' old first bytes (bytes 1..len-1 were not touched), so every
+ * thread, wherever it is, runs the old bytes.  The object keeps its NOPs
+ * and the call returns -EBUSY (ftrace_convert_nops()); a later call
+ * converts them.
+ */
+static void poke_revert(int left)
+{
+	static int said;
+	int ret = 0;
+
+	for (size_t i = 0; i < poke_nr; i++) {
+		USFT_TEXT_STEP();
+		ret |= usft_text_write(poke_vec[i].addr, &poke_vec[i].old0, 1);
+	}
+	usft_sync_core();
+	__atomic_store_n(&poke_active, 0, __ATOMIC_SEQ_CST);
+	__atomic_add_fetch(&poke_gen, 1, __ATOMIC_SEQ_CST);	/* even: done */
+	while (__atomic_load_n(&poke_refs, __ATOMIC_SEQ_CST))
+		;
+	usft_count(nr_nop_conversions_refused);
+	usft_log(said ? USFT_LOG_DEBUG : USFT_LOG_ERR,
+		 "usft: %d thread(s) could not be moved out of gcc's 1-byte NOPs being "
+		 "converted (stopped by a debugger, not scheduled within 2 s, or blocking "
+		 "the rendezvous signal while running): they may be inside one and would "
+		 "resume inside a 5-byte NOP, so nothing is converted and the calls that "
+		 "would patch return EBUSY until a later call can move every thread\n", left);
+	said = 1;
+	poke_trim();
+	if (ret)
+		pr_err("usft: putting back the first bytes of a batch failed\n");
+	usft_text_close_all();
+}
+
 __no_tsan int x86_poke_flush(void)
 {
 	bool relocate = false;
@@ -507,11 +581,18 @@ __no_tsan int x86_poke_flush(void)
 		static const unsigned char int3 = INT3_INSN_OPCODE;
 
 		USFT_TEXT_STEP();
+		poke_vec[i].old0 = *(volatile unsigned char *)poke_vec[i].addr;
 		ret |= usft_text_write(poke_vec[i].addr, &int3, 1);
 	}
 	usft_sync_core();
-	if (relocate && usft_nr_threads() > 1)
-		usft_threads_rendezvous(relocate_thread, NULL, not_in_a_site);
+	if (relocate && usft_nr_threads() > 1) {
+		int left = poke_relocate_all();
+
+		if (left) {
+			poke_revert(left);
+			return -EBUSY;
+		}
+	}
 	for (i = 0; i < poke_nr; i++) {
 		USFT_TEXT_STEP();
 		ret |= usft_text_write(poke_vec[i].addr + 1, poke_vec[i].newb + 1,
