@@ -39,6 +39,10 @@
 typedef int (*sigaction_fn)(int, const struct sigaction *, struct sigaction *);
 
 static sigaction_fn real_sigaction_fn;
+#ifdef __SANITIZE_THREAD__
+static sigaction_fn own_sigaction_fn;	/* libc's: usft's own handlers */
+#endif
+static int own_sigaction(int sig, const struct sigaction *act);
 static struct sigaction user_act[_NSIG];
 static bool wrapped[_NSIG];
 static struct sigaction *claimed[_NSIG];
@@ -84,34 +88,36 @@ __attribute__((constructor)) static void sig_lock_init(void)
 {
 	struct sigaction dummy;
 
-	/* resolve libc's sigaction now: dlsym is not async-signal-safe */
+	/* resolve both sigactions now: dlsym is not async-signal-safe */
 	usft_real_sigaction(SIGKILL, NULL, &dummy);
+	own_sigaction(SIGKILL, NULL);
 	pthread_atfork(NULL, NULL, sig_lock_fork_child);
 }
 
+/* libc's own sigaction (NULL: not found) */
+static sigaction_fn libc_sigaction(void)
+{
+	void *libc = dlopen("libc.so.6", RTLD_NOLOAD | RTLD_LAZY);
+
+	return libc ? (sigaction_fn)dlsym(libc, "sigaction") : NULL;
+}
+
+/*
+ * usft_real_sigaction() - the next sigaction() after usft's interposer: libc's,
+ * or in a ThreadSanitizer build TSan's interceptor.  Every disposition is
+ * read through it, and the program's own are set through it (TSan wraps
+ * them and defers their asynchronous signals as it would without usft).
+ * TSan's read gives the kernel's disposition, or the program's handler
+ * where the kernel holds TSan's wrapper, so both routes read back alike.
+ */
 __no_tsan int usft_real_sigaction(int sig, const struct sigaction *act, struct sigaction *oact)
 {
 	sigaction_fn fn = __atomic_load_n(&real_sigaction_fn, __ATOMIC_ACQUIRE);
 
 	if (!fn) {
-#ifndef __SANITIZE_THREAD__
-		/*
-		 * Under ThreadSanitizer the next sigaction is TSan's interceptor,
-		 * which defers an asynchronous signal while its thread is inside
-		 * an intercepted call: a thread waiting in pthread_mutex_lock()
-		 * for ftrace_lock would answer the rendezvous only after the
-		 * updater, which holds that lock and waits for the answer, gave
-		 * up (2 s).  There libc's own is taken below, as without TSan;
-		 * the rendezvous callbacks are not instrumented.
-		 */
 		fn = (sigaction_fn)dlsym(RTLD_NEXT, "sigaction");
-#endif
-		if (!fn) {
-			/* loaded after libc (a preload's dependency), or TSan: ask libc */
-			void *libc = dlopen("libc.so.6", RTLD_NOLOAD | RTLD_LAZY);
-
-			fn = libc ? (sigaction_fn)dlsym(libc, "sigaction") : NULL;
-		}
+		if (!fn)
+			fn = libc_sigaction();	/* loaded after libc (a preload's dependency) */
 		if (!fn) {
 			errno = ENOSYS;
 			return -1;
@@ -119,6 +125,34 @@ __no_tsan int usft_real_sigaction(int sig, const struct sigaction *act, struct s
 		__atomic_store_n(&real_sigaction_fn, fn, __ATOMIC_RELEASE);
 	}
 	return fn(sig, act, oact);
+}
+
+/*
+ * usft's own handlers (claimed signals, mirrors, hooks) go in with libc's
+ * sigaction in every build.  Under ThreadSanitizer the next one is TSan's
+ * interceptor, which defers an asynchronous signal while its thread is
+ * inside an intercepted call: a thread waiting in pthread_mutex_lock() for
+ * ftrace_lock would answer the rendezvous only after the updater, which
+ * holds that lock and waits for the answer, gave up (2 s).  The rendezvous
+ * callbacks are not instrumented.  Without TSan this is the same function.
+ */
+static __no_tsan int own_sigaction(int sig, const struct sigaction *act)
+{
+#ifdef __SANITIZE_THREAD__
+	sigaction_fn fn = __atomic_load_n(&own_sigaction_fn, __ATOMIC_ACQUIRE);
+
+	if (!fn) {
+		fn = libc_sigaction();
+		if (!fn) {
+			errno = ENOSYS;
+			return -1;
+		}
+		__atomic_store_n(&own_sigaction_fn, fn, __ATOMIC_RELEASE);
+	}
+	return fn(sig, act, NULL);
+#else
+	return usft_real_sigaction(sig, act, NULL);
+#endif
 }
 
 /*
@@ -206,7 +240,7 @@ int usft_claim_signal(int sig, const struct sigaction *handler, struct sigaction
 	}
 	if (claimed[sig] == chain && is_ours(&old, handler))
 		goto out;
-	if (usft_real_sigaction(sig, handler, NULL)) {
+	if (own_sigaction(sig, handler)) {
 		ret = -errno;
 		goto out;
 	}
@@ -253,7 +287,7 @@ static void mirror_install(int sig, const struct sigaction *prog)
 		w.sa_mask = prog->sa_mask;
 		w.sa_flags = SA_SIGINFO | (prog->sa_flags & (SA_NODEFER | SA_ONSTACK));
 	}
-	usft_real_sigaction(sig, &w, NULL);
+	own_sigaction(sig, &w);
 }
 
 int usft_claim_signal_mirrored(int sig, void (*fn)(int, siginfo_t *, void *),
@@ -348,7 +382,7 @@ static __no_tsan int hook_install(int sig)
 		w.sa_mask = p->sa_mask;
 		w.sa_flags = SA_SIGINFO | (p->sa_flags & (SA_RESTART | SA_ONSTACK | SA_NODEFER));
 	}
-	return usft_real_sigaction(sig, &w, NULL) ? -errno : 0;
+	return own_sigaction(sig, &w) ? -errno : 0;
 }
 
 /* the signals usft_signal_hook() refuses: faults, usft's own (Return: why, or NULL) */
