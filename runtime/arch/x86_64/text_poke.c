@@ -470,7 +470,8 @@ static int poke_relocate_all(void)
 	unsigned long pcs[64];
 	int missing = 0, unsafe = 0;
 
-	for (int tries = 0; tries < 5; tries++) {
+	/* 1, 2, 4 .. 32 ms apart: up to about 100 ms (a preempted thread exit) */
+	for (int tries = 0; tries < 7; tries++) {
 		int nb = 0;
 
 		missing = usft_threads_scan(relocate_thread, NULL, not_in_a_site, pcs,
@@ -484,7 +485,7 @@ static int poke_relocate_all(void)
 				unsafe++;
 		if (missing || !unsafe)
 			break;
-		struct timespec ms = { 0, 2000000 };
+		struct timespec ms = { 0, (1L << tries) * 1000000L };
 
 		nanosleep(&ms, NULL);
 	}
