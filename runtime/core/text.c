@@ -457,6 +457,7 @@ static int rv_go, rv_left;	/* usft_stop_machine(): release, handlers gone */
 static int rv_active;		/* threads inside rv_handler for one of our signals */
 static struct rv_list rv_skipped;	/* threads that block the signal */
 static int rv_nskipped;
+static int rv_nskipped_awake;	/* of them, not asleep in the kernel */
 
 static void rv_lock_take(void)
 {
@@ -764,6 +765,7 @@ static int rv_signal_all(void (*fn)(ucontext_t *uc, void *arg), void *arg,
 	tids = tids_l.v;
 	sent = sent_l.v;
 	rv_nskipped = 0;
+	rv_nskipped_awake = 0;
 	rv_nsleepers = 0;
 	rv_arg = arg;
 	rv_nacks = 0;
@@ -781,6 +783,7 @@ static int rv_signal_all(void (*fn)(ucontext_t *uc, void *arg), void *arg,
 		 */
 		if ((blocked >> (rv_signo - 1)) & 1) {
 			rv_skipped.v[rv_nskipped++] = tids[i];
+			rv_nskipped_awake += !sleeping;
 			pr_debug("usft: thread %d blocks signal %d; not part of the rendezvous\n",
 				 tids[i], rv_signo);
 			continue;
@@ -918,8 +921,11 @@ int usft_threads_rendezvous(void (*fn)(ucontext_t *uc, void *arg), void *arg,
  * usft_stop_machine() - run @fn while every other thread waits in the
  * rendezvous signal handler (kernel stop_machine(), for text changes the
  * architecture does not allow under a running thread).  @fn must not take
- * locks another thread may hold (no malloc).  Threads that block the signal
- * keep running: they are counted in the return value.
+ * locks another thread may hold (no malloc).  A thread that blocks the
+ * signal is not stopped: asleep in the kernel it is left so; awake, or a
+ * thread that did not answer (a debugger holds it, or it was not scheduled
+ * within 2 s), it could run the text @fn changes, so @fn is not run and
+ * *@fn_ret is -EBUSY.
  * Return: @fn's result through *@fn_ret, and the threads not stopped (-1:
  * the signal could not be installed, @fn not run).
  */
@@ -935,8 +941,13 @@ int usft_stop_machine(int (*fn)(void *arg), void *arg, int *fn_ret)
 	__atomic_store_n(&rv_go, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&rv_left, 0, __ATOMIC_RELAXED);
 	missing = rv_signal_all(rv_park, NULL, NULL, &nacked);
-	*fn_ret = fn(arg);
-	usft_counters.nr_stop_machine++;
+	if (missing || rv_nskipped_awake) {
+		*fn_ret = -EBUSY;
+		missing += rv_nskipped_awake;
+	} else {
+		*fn_ret = fn(arg);
+		usft_counters.nr_stop_machine++;
+	}
 	__atomic_store_n(&rv_go, 1, __ATOMIC_RELEASE);
 	/* the handlers read rv_go: the next stop must not reset it under them */
 	while (__atomic_load_n(&rv_left, __ATOMIC_ACQUIRE) < nacked)

@@ -9,6 +9,8 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -130,6 +132,56 @@ Test(sites, first_conversion_with_a_thread_running_the_sites)
 	cr_assert_eq(spin_wrong, 0, "%ld wrong results", spin_wrong);
 	expect_all_nop5();
 }
+
+#if defined(__aarch64__)
+/*
+ * A thread that runs through the sites with every signal blocked cannot be
+ * stopped: the conversion writes nothing, the calls that would patch
+ * return EBUSY, and once the thread is gone the next call converts.
+ */
+static notrace void *blocked_site_spinner(void *arg)
+{
+	sigset_t all;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	return site_spinner(arg);
+}
+
+static notrace uint32_t mov_slot(const void *fn)
+{
+	return *(volatile uint32_t *)(tc_site(fn) - 4);
+}
+
+Test(sites, conversion_refused_while_a_thread_cannot_be_stopped)
+{
+	struct usft_stats st = { .sz = sizeof(st) };
+	static struct tc_counter c;
+	pthread_t t;
+
+	cr_assert_eq(pthread_create(&t, NULL, blocked_site_spinner, NULL), 0);
+	while (__atomic_load_n(&spin_calls, __ATOMIC_ACQUIRE) < 1000)
+		sched_yield();
+	usft_init();
+	tc_counter_init(&c, 0);
+	cr_assert_eq(tc_set_filter(&c.ops, "cf_site_f1", 1), 0);
+	cr_assert_eq(register_ftrace_function(&c.ops), -EBUSY);
+	cr_assert_eq(mov_slot(cf_site_f1), 0xd503201fU, "the first NOP changed under the thread");
+	cr_assert_eq(usft_stat(&st), 0);
+	cr_assert_eq(st.nr_stop_machine, 0);
+	cr_assert_geq(st.nr_nop_conversions_refused, 1);
+	__atomic_store_n(&spin_stop, 1, __ATOMIC_RELEASE);
+	cr_assert_eq(pthread_join(t, NULL), 0);
+	cr_assert_eq(spin_wrong, 0, "%ld wrong results", spin_wrong);
+	/* nobody left to stop: converted and patched */
+	cr_assert_eq(register_ftrace_function(&c.ops), 0);
+	cr_assert_eq(mov_slot(cf_site_f1), 0xaa1e03e9U, "MOV X9, X30");
+	cf_site_f1(1);
+	cr_assert_gt(tc_count(&c), 0);
+	cr_assert_eq(unregister_ftrace_function(&c.ops), 0);
+	expect_all_nop5();
+}
+#endif
 
 Test(sites, one_ops_then_shared_then_back)
 {

@@ -448,14 +448,52 @@ static int convert_movs(void *arg)
 	return ret;
 }
 
+/*
+ * A thread the stop could not hold (awake with the rendezvous signal
+ * blocked, held by a debugger, not scheduled within 2 s) could run a site
+ * while its NOP changes: nothing is written and the conversion returns
+ * -EBUSY; the object keeps its NOPs until a later call can stop every
+ * thread (ftrace_convert_nops()).
+ */
 static int flush_movs(void)
 {
-	int ret = 0;
+	static bool said;
+	int ret = 0, left = 0;
 
 	if (!mov_nr)
 		return 0;
-	if (usft_nr_threads() <= 1 || usft_stop_machine(convert_movs, NULL, &ret) < 0)
-		ret = convert_movs(NULL);
+	/*
+	 * A thread blocks the signal while glibc creates or tears it down
+	 * (one preempted there stays so): a refusal that came at once, not
+	 * after the 2 s wait for an answer, is tried again, 1, 2, 4 .. 32 ms
+	 * apart (about 100 ms).
+	 */
+	for (int tries = 0; tries < 7; tries++) {
+		struct timespec t0, t1, ms = { 0, (1L << tries) * 1000000L };
+
+		ret = 0;
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		if (usft_nr_threads() <= 1 ||
+		    (left = usft_stop_machine(convert_movs, NULL, &ret)) < 0) {
+			ret = convert_movs(NULL);
+			break;
+		}
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		if (ret != -EBUSY || t1.tv_sec - t0.tv_sec >= 1)
+			break;
+		nanosleep(&ms, NULL);
+	}
+	if (ret == -EBUSY) {
+		usft_count(nr_nop_conversions_refused);
+		usft_log(said ? USFT_LOG_DEBUG : USFT_LOG_ERR,
+			 "usft: %d thread(s) could not be stopped (awake with the rendezvous "
+			 "signal blocked, held by a debugger, or not scheduled within 2 s) for "
+			 "the first NOPs of a loaded object to become MOV X9, X30, which no "
+			 "thread may run while it changes: nothing is converted and the calls "
+			 "that would patch return EBUSY until a later call can stop every thread\n",
+			 left);
+		said = true;
+	}
 	mov_nr = 0;
 	return ret;
 }

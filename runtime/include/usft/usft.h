@@ -61,7 +61,7 @@ struct usft_stats {
 	unsigned long nr_procmem_writes;	/* text writes made through /proc/self/mem (W^X) */
 	unsigned long nr_early_nops;	/* x86-64: gcc NOP runs converted at start-up (one thread) */
 	unsigned long nr_event_trampolines;	/* x86-64: per-ops trampolines writing their ops' events */
-	unsigned long nr_nop_conversions_refused;	/* x86-64: gcc NOP conversions put back: a thread could not be moved */
+	unsigned long nr_nop_conversions_refused;	/* NOP conversions refused: a thread could not be moved (x86-64) or stopped (arm64) */
 };
 
 /**
