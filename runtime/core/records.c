@@ -457,11 +457,12 @@ static int ftrace_convert_nops(struct usft_object *obj)
 		ftrace_arch_code_modify_post_process();
 	if (ret == -EBUSY) {
 		/*
-		 * x86-64: a thread that blocks SIGTRAP or the rendezvous
-		 * signal could be killed by the conversion (x86_poke_flush()
-		 * said which): nothing was written; the NOPs wait for a call
-		 * that finds no such thread, and calls that would patch
-		 * return -EBUSY meanwhile (ftrace_text_check()).
+		 * A thread the conversion cannot make safe (x86-64: one the
+		 * rendezvous cannot move out of gcc's NOPs; arm64: one the
+		 * stop cannot hold; the arch code said which): nothing was
+		 * written; the NOPs wait for a call that finds no such
+		 * thread, and calls that would patch return -EBUSY meanwhile
+		 * (ftrace_text_check()).
 		 */
 		obj->nops_pending = true;
 		return ret;

@@ -6,7 +6,9 @@
  *   gcc's NOPs at start-up   libusft converts this program's own runs in a
  *                            constructor, before its threads exist
  *   gcc's NOPs loaded late   a library loaded while such a thread runs:
- *                            EBUSY, nothing converted, until it is gone
+ *                            EBUSY, nothing converted, until it is gone;
+ *                            one that blocks SIGTRAP alone: converted (no
+ *                            trap)
  *   16-byte boundary         sites at 12..15 mod 16 are written without a
  *                            trap
  *   a thread held in a run   a debugger holds a thread inside a run while
@@ -50,12 +52,18 @@ static volatile int nfns;
 static atomic_int stop, bad;
 static atomic_long calls;
 
+static bool only_sigtrap;	/* the callers block SIGTRAP alone, not every signal */
+
 static void *blocked_caller(void *arg)
 {
 	sigset_t all;
 
 	(void)arg;
 	sigfillset(&all);
+	if (only_sigtrap) {
+		sigemptyset(&all);
+		sigaddset(&all, SIGTRAP);
+	}
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
 	for (long i = 0; !atomic_load(&stop); i++) {
 		for (int k = 0; k < nfns; k++)
@@ -157,14 +165,13 @@ Test(gccnops, own_runs_converted_before_main_then_blocked_callers_survive, .time
 
 /* ---- a library loaded while a blocker runs ----------------------------- */
 
-static int late_library(void)
+/* usft up, the callers running, then GN_LIB loaded and gn_run filtered */
+static int load_with_callers(void)
 {
 	void *h;
-	int ret;
 
 	if (usft_init())
 		return 20;
-	/* the callers block every signal before the object is loaded */
 	start_callers();
 	h = dlopen(GN_LIB, RTLD_NOW);
 	if (!h || !lib_fn(h, "gn_run", 1)) {
@@ -173,8 +180,18 @@ static int late_library(void)
 	}
 	while (atomic_load(&calls) < 2000)
 		usleep(100);
-	if (ftrace_set_filter(&ops, (unsigned char *)"gn_run", 6, 1))
-		return 22;
+	return ftrace_set_filter(&ops, (unsigned char *)"gn_run", 6, 1) ? 22 : 0;
+}
+
+
+static int late_library(void)
+{
+	int ret;
+
+	/* the callers block every signal before the object is loaded */
+	ret = load_with_callers();
+	if (ret)
+		return ret;
 	/* its NOPs cannot be converted now: EBUSY, bytes untouched */
 	ret = register_ftrace_function(&ops);
 	if (ret != -EBUSY) {
@@ -199,6 +216,43 @@ static int late_library(void)
 Test(gccnops, library_loaded_with_a_blocker_is_ebusy_until_it_goes, .timeout = 120)
 {
 	int st = tc_run_child(late_library);
+
+	cr_assert_eq(st, 0, "the child returned %d", st);
+}
+
+/* ---- a library loaded while a thread blocks SIGTRAP alone ------------- */
+
+/*
+ * The conversion takes no trap, so a caller that blocks SIGTRAP (and not
+ * the rendezvous signal) neither holds it back nor dies by it.
+ */
+static int sigtrap_blocker(void)
+{
+	int ret;
+
+	only_sigtrap = true;
+	ret = load_with_callers();
+	if (ret)
+		return ret;
+	ret = register_ftrace_function(&ops);
+	if (ret) {
+		stop_callers();
+		return ret == -EBUSY ? 23 : 24;
+	}
+	if (!tc_is_call((const void *)fns[0]))
+		ret = 25;
+	for (long n = atomic_load(&calls) + 2000; !ret && atomic_load(&calls) < n;)
+		usleep(100);
+	if (!ret && unregister_ftrace_function(&ops))
+		ret = 26;
+	if (!ret && !tc_is_nop5((const void *)fns[0]))
+		ret = 27;
+	return ret ? ret : stop_callers();
+}
+
+Test(gccnops, library_converted_while_a_thread_blocks_sigtrap, .timeout = 120)
+{
+	int st = tc_run_child(sigtrap_blocker);
 
 	cr_assert_eq(st, 0, "the child returned %d", st);
 }

@@ -5,13 +5,13 @@
  *
  * gcc (12) emits -fpatchable-function-entry=5 as five 1-byte "nop"s, which
  * usft turns into one 5-byte nop before a site is ever enabled.  Once other
- * threads run, that conversion needs the INT3 protocol (a thread at the
- * first byte) and the rendezvous (a thread already past it, inside the run,
- * must be moved to its end: the 5-byte nop's bytes 1..4 decode as garbage
- * from there).  Neither reaches a thread that blocks SIGTRAP or the
- * rendezvous signal (an INT3 kills it; it cannot be moved).  No store
- * sequence helps: any thread stopped inside a run is only safe as long as
- * bytes 1..4 stay 0x90.
+ * threads run, that conversion needs a first byte no thread can trip on
+ * (x86_poke_flush(): "test $imm32, %eax", no trap) and the rendezvous (a
+ * thread already past it, inside the run, must be moved to its end: the
+ * 5-byte nop's bytes 1..4 decode as garbage from there).  The rendezvous
+ * does not reach a thread that blocks its signal.  No store sequence
+ * helps: any thread stopped inside a run is only safe as long as bytes
+ * 1..4 stay 0x90.
  *
  * So libusft converts every loaded object's runs in a constructor, before
  * the program's own constructors and main() run, when the process has one
@@ -19,11 +19,11 @@
  * bytes are written with plain stores through an mprotect() window that is
  * closed again before the constructor returns.  Objects loaded later, or a
  * process that already had threads (a library dlopen'ed late, `usft
- * attach`), are converted at pick-up with the INT3 protocol; while a thread
- * blocks either signal such a conversion is not done and the calls that
- * would patch return -EBUSY naming it (x86_poke_flush()); so do they when
- * the rendezvous cannot move a thread out of a run (one a debugger holds
- * there): the INT3s are put back (poke_revert()).
+ * attach`), are converted at pick-up that way; while a thread blocks the
+ * rendezvous signal such a conversion is not done and the calls that would
+ * patch return -EBUSY naming it (x86_poke_flush()); so do they when the
+ * rendezvous cannot move a thread out of a run (one a debugger holds
+ * there): the first bytes are put back (poke_flush_relocate()).
  *
  * The section table is read with pread() from each object's file (the
  * object's own bytes are hostile input too: every offset and size is

@@ -27,9 +27,9 @@ void x86_poke_init(void);
 /* queue one site for the next x86_poke_flush(); @relocate: old bytes are
  * several instructions (gcc's 1-byte NOPs), move threads stopped inside. */
 int x86_poke_queue(unsigned long addr, const unsigned char *newb, int len, bool relocate);
-/* the INT3 protocol over every queued site. Return: 0, -EBUSY (gcc NOPs
- * and a thread that blocks SIGTRAP or the rendezvous signal: nothing
- * written) or -EPERM. */
+/* the INT3 protocol over every queued site (gcc NOPs: without a trap, and a
+ * rendezvous). Return: 0, -EBUSY (gcc NOPs and a thread the rendezvous
+ * cannot move: nothing written) or -EPERM. */
 int x86_poke_flush(void);
 /* gcc NOP runs converted by the constructor (early_nops.c), said at init */
 void x86_early_nops_report(void);

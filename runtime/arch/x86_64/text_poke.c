@@ -4,10 +4,8 @@
  * the kernel's INT3 protocol (smp_text_poke_batch_add/finish):
  *
  *   1. write INT3 over the first byte of every queued site;   sync
- *   2. (gcc's 1-byte NOPs only) move threads stopped inside a site past it
- *      (one that cannot be moved: the INT3s go back, -EBUSY)
- *   3. write bytes 1..len-1;                                   sync
- *   4. write the new first byte;                               sync
+ *   2. write bytes 1..len-1;                                   sync
+ *   3. write the new first byte;                               sync
  *
  * "sync" is membarrier(PRIVATE_EXPEDITED_SYNC_CORE): every thread passes a
  * serialising instruction.  A thread that hits an INT3 meanwhile gets
@@ -15,6 +13,8 @@
  * instruction being installed (call: push the return address and jump; jmp;
  * NOP: skip), or, if the INT3 is already gone, re-executes the final bytes.
  * Traps that are not ours go to the handler that was installed before.
+ * gcc's 1-byte NOPs are converted without a trap, with a rendezvous that
+ * moves the threads stopped inside a run past it (poke_flush_relocate()).
  */
 #include <signal.h>
 #include <time.h>
@@ -31,7 +31,7 @@
 struct poke_entry {
 	unsigned long addr;
 	unsigned char newb[8];
-	unsigned char old0;	/* byte 0 before the INT3: put back by poke_revert() */
+	unsigned char old0;	/* byte 0 before the batch (poke_flush_relocate()) */
 	int len;
 	bool relocate;
 };
@@ -280,7 +280,8 @@ static __no_tsan int poke_atomic(const struct poke_entry *e)
  * blocked synchronous trap takes its default action).  While such a thread
  * exists the batch is written without traps: every site with one atomic
  * store (poke_atomic()), then one sync; nothing is written unless every
- * site can be.  gcc's 1-byte NOPs (relocate) still need the INT3 protocol.
+ * site can be.  gcc's 1-byte NOPs never come here: they are converted
+ * without a trap whoever blocks what (poke_flush_relocate()).
  * Return: 0, 1 (use the INT3 protocol) or -errno (nothing written).
  */
 /*
@@ -371,36 +372,32 @@ static int blocker_lasting(int signo, bool awake, bool in_batch, char *comm, siz
 }
 
 /*
- * gcc's 1-byte NOPs need the INT3 protocol and the rendezvous (a thread
- * inside a run is moved past it): a thread that blocks either signal
- * cannot have both, and nothing else is safe for a thread that may be
- * inside a run (arch/x86_64/early_nops.c).  Refuse before anything is
- * written; the object keeps its NOPs until a later call finds no such
- * thread (ftrace_convert_pending_nops()).  Return: 0 or -EBUSY.
+ * gcc's 1-byte NOPs need the rendezvous (a thread inside a run is moved
+ * past it, poke_flush_relocate()): a thread that blocks its signal cannot
+ * be moved, and no store sequence is safe for a thread that may be inside
+ * a run (arch/x86_64/early_nops.c).  Refuse before anything is written
+ * while one is awake, or asleep at a pc inside a run; the object keeps
+ * its NOPs until a later call finds no such thread
+ * (ftrace_convert_pending_nops()).  Return: 0 or -EBUSY.
  */
 static int poke_relocate_check(void)
 {
 	static int said;	/* the thread last named: not again each call */
 	char comm[32];
-	int tid, sig = SIGTRAP;
+	int tid;
 
 	if (usft_nr_threads() <= 1)
 		return 0;
-	tid = blocker_lasting(SIGTRAP, true, true, comm, sizeof(comm));
-	if (!tid) {
-		sig = usft_rv_signo();
-		tid = blocker_lasting(sig, true, true, comm, sizeof(comm));
-	}
+	tid = blocker_lasting(usft_rv_signo(), true, true, comm, sizeof(comm));
 	if (!tid)
 		return 0;
-	usft_log(tid == said ? USFT_LOG_DEBUG : USFT_LOG_ERR, "usft: thread %d (%s) blocks %s, and gcc's 1-byte NOPs of a loaded object are "
-	       "still to be converted, which needs %s that thread cannot take (it could be "
-	       "killed, or resume inside a converted site): nothing is converted and the "
-	       "calls that would patch return EBUSY until it unblocks the signal. Unblock "
-	       "it in that thread, start tracing (or call usft_init()) before the thread "
-	       "starts, or build with clang, whose 5-byte NOP needs no conversion\n",
-	       tid, comm, sig == SIGTRAP ? "SIGTRAP" : "the rendezvous signal (option sync_signal)",
-	       sig == SIGTRAP ? "an INT3" : "a signal");
+	usft_log(tid == said ? USFT_LOG_DEBUG : USFT_LOG_ERR, "usft: thread %d (%s) blocks the rendezvous signal (option sync_signal), and gcc's "
+	       "1-byte NOPs of a loaded object are still to be converted, which needs that signal "
+	       "for a thread that may be inside one (it would resume inside a converted site): "
+	       "nothing is converted and the calls that would patch return EBUSY until it "
+	       "unblocks the signal. Unblock it in that thread, start tracing (or call "
+	       "usft_init()) before the thread starts, or build with clang, whose 5-byte NOP "
+	       "needs no conversion\n", tid, comm);
 	said = tid;
 	return -EBUSY;
 }
@@ -415,16 +412,8 @@ static __no_tsan int poke_flush_without_traps(void)
 	tid = usft_signal_blocker(SIGTRAP, comm, sizeof(comm));
 	if (tid <= 0)
 		return 1;
-	for (i = 0; i < poke_nr; i++) {
-		/*
-		 * gcc's NOPs: threads inside a run must be moved, which only
-		 * the rendezvous of the INT3 protocol does; the blockers there
-		 * are asleep outside the sites (poke_relocate_check()).
-		 */
-		if (poke_vec[i].relocate)
-			return 1;
+	for (i = 0; i < poke_nr; i++)
 		test |= needs_test(&poke_vec[i]);
-	}
 	ret = poke_open_all();
 	for (i = 0; i < poke_nr && !ret; i++) {
 		USFT_TEXT_STEP();
@@ -493,38 +482,67 @@ static int poke_relocate_all(void)
 }
 
 /*
- * The rendezvous could not move every thread: the INT3s go back to the
- * sites' old first bytes (bytes 1..len-1 were not touched), so every
- * thread, wherever it is, runs the old bytes.  The object keeps its NOPs
- * and the call returns -EBUSY (ftrace_convert_nops()); a later call
- * converts them.
+ * gcc's 1-byte NOPs (and the clang NOPs of the same objects): the three
+ * steps of poke_flush_without_traps()'s "test $imm32, %eax" route, with
+ * the rendezvous after the first.  No INT3: a thread that reaches a site
+ * meanwhile skips it, which for a NOP becoming a NOP is what emulating
+ * the new instruction would do, so a thread that blocks SIGTRAP (awake or
+ * waking from a system call) is safe too.  A thread inside a run is moved
+ * past it; when one cannot be (poke_relocate_all()) the first bytes go
+ * back (bytes 1..len-1 were not written), every thread runs the old bytes
+ * wherever it is, and the call returns -EBUSY: the object keeps its NOPs
+ * for a later call (ftrace_convert_nops()).
+ * Return: 0, -EBUSY, -EINVAL (bytes changed under us) or -EPERM.
  */
-static void poke_revert(int left)
+static __no_tsan int poke_flush_relocate(void)
 {
-	static int said;
-	int ret = 0;
+	static bool said;
+	size_t i, done = 0;
+	int ret, left;
 
-	for (size_t i = 0; i < poke_nr; i++) {
+	ret = poke_open_all();
+	for (i = 0; i < poke_nr && !ret; i++, done++) {
 		USFT_TEXT_STEP();
-		ret |= usft_text_write(poke_vec[i].addr, &poke_vec[i].old0, 1);
+		poke_vec[i].old0 = *(volatile unsigned char *)poke_vec[i].addr;
+		ret = poke_byte0(&poke_vec[i], poke_vec[i].old0, test_eax);
 	}
 	usft_sync_core();
-	__atomic_store_n(&poke_active, 0, __ATOMIC_SEQ_CST);
-	__atomic_add_fetch(&poke_gen, 1, __ATOMIC_SEQ_CST);	/* even: done */
-	while (__atomic_load_n(&poke_refs, __ATOMIC_SEQ_CST))
-		;
-	usft_count(nr_nop_conversions_refused);
-	usft_log(said ? USFT_LOG_DEBUG : USFT_LOG_ERR,
-		 "usft: %d thread(s) could not be moved out of gcc's 1-byte NOPs being "
-		 "converted (stopped by a debugger, not scheduled within 2 s, or blocking "
-		 "the rendezvous signal while running): they may be inside one and would "
-		 "resume inside a 5-byte NOP, so nothing is converted and the calls that "
-		 "would patch return EBUSY until a later call can move every thread\n", left);
-	said = 1;
-	poke_trim();
-	if (ret)
-		pr_err("usft: putting back the first bytes of a batch failed\n");
-	usft_text_close_all();
+	left = !ret && usft_nr_threads() > 1 ? poke_relocate_all() : 0;
+	if (ret || left) {
+		/* back to the old first bytes: none of the rest was written */
+		for (i = 0; i < done; i++) {
+			USFT_TEXT_STEP();
+			poke_byte0(&poke_vec[i], test_eax, poke_vec[i].old0);
+		}
+		usft_sync_core();
+		usft_text_close_all();
+		if (ret)
+			return ret;
+		usft_count(nr_nop_conversions_refused);
+		usft_log(said ? USFT_LOG_DEBUG : USFT_LOG_ERR,
+			 "usft: %d thread(s) could not be moved out of gcc's 1-byte NOPs being "
+			 "converted (stopped by a debugger, not scheduled within 2 s, or blocking "
+			 "the rendezvous signal while running): they may be inside one and would "
+			 "resume inside a 5-byte NOP, so nothing is converted and the calls that "
+			 "would patch return EBUSY until a later call can move every thread\n",
+			 left);
+		said = true;
+		return -EBUSY;
+	}
+	for (i = 0; i < poke_nr && !ret; i++) {
+		USFT_TEXT_STEP();
+		ret = usft_text_write(poke_vec[i].addr + 1, poke_vec[i].newb + 1,
+				      poke_vec[i].len - 1);
+	}
+	usft_sync_core();
+	for (i = 0; i < poke_nr && !ret; i++) {
+		USFT_TEXT_STEP();
+		ret = poke_byte0(&poke_vec[i], test_eax, poke_vec[i].newb[0]);
+	}
+	usft_sync_core();
+	usft_counters.nr_sites_written += i;
+	ret |= usft_text_close_all();
+	return ret ? (ret == -EINVAL ? ret : -EPERM) : 0;
 }
 
 __no_tsan int x86_poke_flush(void)
@@ -554,9 +572,12 @@ __no_tsan int x86_poke_flush(void)
 		qsort(poke_vec, poke_nr, sizeof(*poke_vec), entry_cmp);
 	for (i = 0; i < poke_nr; i++)
 		relocate |= poke_vec[i].relocate;
-	if (relocate && poke_relocate_check()) {
+	if (relocate) {
+		ret = poke_relocate_check();
+		if (!ret)
+			ret = poke_flush_relocate();
 		poke_trim();
-		return -EBUSY;
+		return ret;
 	}
 	ret = poke_flush_without_traps();
 	if (ret <= 0) {
@@ -582,18 +603,9 @@ __no_tsan int x86_poke_flush(void)
 		static const unsigned char int3 = INT3_INSN_OPCODE;
 
 		USFT_TEXT_STEP();
-		poke_vec[i].old0 = *(volatile unsigned char *)poke_vec[i].addr;
 		ret |= usft_text_write(poke_vec[i].addr, &int3, 1);
 	}
 	usft_sync_core();
-	if (relocate && usft_nr_threads() > 1) {
-		int left = poke_relocate_all();
-
-		if (left) {
-			poke_revert(left);
-			return -EBUSY;
-		}
-	}
 	for (i = 0; i < poke_nr; i++) {
 		USFT_TEXT_STEP();
 		ret |= usft_text_write(poke_vec[i].addr + 1, poke_vec[i].newb + 1,
