@@ -90,7 +90,9 @@ __attribute__((constructor)) static void sig_lock_init(void)
 
 	/* resolve both sigactions now: dlsym is not async-signal-safe */
 	usft_real_sigaction(SIGKILL, NULL, &dummy);
+#ifdef __SANITIZE_THREAD__
 	own_sigaction(SIGKILL, NULL);
+#endif
 	pthread_atfork(NULL, NULL, sig_lock_fork_child);
 }
 

@@ -925,11 +925,12 @@ int usft_threads_rendezvous(void (*fn)(ucontext_t *uc, void *arg), void *arg,
  * signal is not stopped: asleep in the kernel it is left so; awake, or a
  * thread that did not answer (a debugger holds it, or it was not scheduled
  * within 2 s), it could run the text @fn changes, so @fn is not run and
- * *@fn_ret is -EBUSY.
+ * *@fn_ret is -EBUSY (awake blockers: after about 100 ms of retries).
  * Return: @fn's result through *@fn_ret, and the threads not stopped (-1:
  * the signal could not be installed, @fn not run).
  */
-int usft_stop_machine(int (*fn)(void *arg), void *arg, int *fn_ret)
+/* one stop: @fn run (*@fn_ret) unless a thread was not held; *@awake: those awake */
+static int stop_once(int (*fn)(void *arg), void *arg, int *fn_ret, int *awake)
 {
 	int missing, nacked;
 
@@ -941,9 +942,9 @@ int usft_stop_machine(int (*fn)(void *arg), void *arg, int *fn_ret)
 	__atomic_store_n(&rv_go, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&rv_left, 0, __ATOMIC_RELAXED);
 	missing = rv_signal_all(rv_park, NULL, NULL, &nacked);
-	if (missing || rv_nskipped_awake) {
+	*awake = rv_nskipped_awake;
+	if (missing || *awake) {
 		*fn_ret = -EBUSY;
-		missing += rv_nskipped_awake;
 	} else {
 		*fn_ret = fn(arg);
 		usft_counters.nr_stop_machine++;
@@ -956,6 +957,27 @@ int usft_stop_machine(int (*fn)(void *arg), void *arg, int *fn_ret)
 	rv_drain();
 	rv_lock_give();
 	return missing;
+}
+
+int usft_stop_machine(int (*fn)(void *arg), void *arg, int *fn_ret)
+{
+	int missing = 0, awake = 0;
+
+	/*
+	 * A thread blocks the signal while glibc creates or tears it down
+	 * (one preempted there stays so): a stop refused only for an awake
+	 * blocker is tried again 1, 2, 4 .. 32 ms apart (about 100 ms).  One
+	 * that did not answer in 2 s is not: it would cost 2 s each time.
+	 */
+	for (int tries = 0; tries < 7; tries++) {
+		struct timespec ms = { 0, (1L << tries) * 1000000L };
+
+		missing = stop_once(fn, arg, fn_ret, &awake);
+		if (missing || !awake)
+			break;
+		nanosleep(&ms, NULL);
+	}
+	return missing < 0 ? missing : missing + awake;
 }
 
 /*

@@ -462,27 +462,8 @@ static int flush_movs(void)
 
 	if (!mov_nr)
 		return 0;
-	/*
-	 * A thread blocks the signal while glibc creates or tears it down
-	 * (one preempted there stays so): a refusal that came at once, not
-	 * after the 2 s wait for an answer, is tried again, 1, 2, 4 .. 32 ms
-	 * apart (about 100 ms).
-	 */
-	for (int tries = 0; tries < 7; tries++) {
-		struct timespec t0, t1, ms = { 0, (1L << tries) * 1000000L };
-
-		ret = 0;
-		clock_gettime(CLOCK_MONOTONIC, &t0);
-		if (usft_nr_threads() <= 1 ||
-		    (left = usft_stop_machine(convert_movs, NULL, &ret)) < 0) {
-			ret = convert_movs(NULL);
-			break;
-		}
-		clock_gettime(CLOCK_MONOTONIC, &t1);
-		if (ret != -EBUSY || t1.tv_sec - t0.tv_sec >= 1)
-			break;
-		nanosleep(&ms, NULL);
-	}
+	if (usft_nr_threads() <= 1 || (left = usft_stop_machine(convert_movs, NULL, &ret)) < 0)
+		ret = convert_movs(NULL);
 	if (ret == -EBUSY) {
 		usft_count(nr_nop_conversions_refused);
 		usft_log(said ? USFT_LOG_DEBUG : USFT_LOG_ERR,

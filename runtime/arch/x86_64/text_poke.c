@@ -445,14 +445,14 @@ static __no_tsan int poke_flush_without_traps(void)
 
 /*
  * Move every other thread that is inside a run of gcc's NOPs past it, with
- * the INT3s of the batch in place (no thread enters a run any more).  A
- * thread that did not answer (stopped by a debugger, or not scheduled for
- * the rendezvous's 2 s) or that blocked the signal while running, may be
- * inside a run; its answer cannot come late: the rendezvous is over, and
- * it would resume inside the 5-byte NOP.  Threads that blocked the signal
- * are tried again a few times (glibc blocks every signal for a moment in
- * a thread it creates or tears down).  Return: the threads that may still
- * be inside a run (0: every one is moved or outside the sites).
+ * the batch's first bytes already "test $imm32, %eax" (no thread enters a
+ * run any more: poke_flush_relocate()).  A thread that did not answer
+ * (stopped by a debugger, or not scheduled for the rendezvous's 2 s) or
+ * that blocked the signal while running may be inside a run; its answer
+ * cannot come late: the rendezvous is over, and it would resume inside the
+ * 5-byte NOP.  Threads that blocked the signal are tried again, on
+ * usft_stop_machine()'s schedule.  Return: the threads that may still be
+ * inside a run (0: every one is moved or outside the sites).
  */
 static int poke_relocate_all(void)
 {
