@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <elfutils/libdw.h>
 #include <fcntl.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include "elf/dwarf.h"
@@ -160,20 +161,28 @@ static int func_die_at(Dwarf *dbg, unsigned long addr, func_die_fn cb, void *arg
 	return -ENOENT;
 }
 
+/* the DWARF of @path, read-only, its descriptor in *@fd; NULL: none */
+static Dwarf *dwarf_open(const char *path, int *fd)
+{
+	Dwarf *dbg;
+
+	*fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (*fd < 0)
+		return NULL;
+	dbg = dwarf_begin(*fd, DWARF_C_READ);
+	if (!dbg)
+		close(*fd);
+	return dbg;
+}
+
 /* @cb on the DW_TAG_subprogram of the function at @addr (link-time) in @path */
 static int with_func_die(const char *path, unsigned long addr, func_die_fn cb, void *arg)
 {
-	Dwarf *dbg;
 	int fd, ret = -ENOENT;
+	Dwarf *dbg = dwarf_open(path, &fd);
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (!dbg)
 		return -ENOENT;
-	dbg = dwarf_begin(fd, DWARF_C_READ);
-	if (!dbg) {
-		close(fd);
-		return -ENOENT;
-	}
 	for (size_t i = 0; i < sizeof(lowpc_skew) / sizeof(lowpc_skew[0]) && ret == -ENOENT; i++)
 		ret = func_die_at(dbg, addr + lowpc_skew[i], cb, arg);
 	dwarf_end(dbg);
@@ -302,4 +311,210 @@ int usft_dwarf_arg_types(const char *path, unsigned long addr, struct usft_arg_t
 	if (variadic)
 		*variadic = q.variadic;
 	return q.n;
+}
+
+/* ---- functions that take no vector argument (x86-64 per-ops copies) ---- */
+
+/*
+ * True when a value of @typed's type is passed in general-purpose
+ * registers or memory, never in an xmm register: pointers, references,
+ * enumerations and integer base types.  Anything else (floating point,
+ * complex, vector types, and every struct, union or array by value, which
+ * the psABI may split into SSE eightbytes) counts as vector.
+ */
+static bool int_class(Dwarf_Die *typed)
+{
+	Dwarf_Attribute at;
+	Dwarf_Word enc = 0;
+	Dwarf_Die t, r;
+
+	if (!dwarf_attr_integrate(typed, DW_AT_type, &at) || !dwarf_formref_die(&at, &t) ||
+	    !resolve_type(&t, &r))
+		return false;
+	switch (dwarf_tag(&r)) {
+	case DW_TAG_pointer_type:
+	case DW_TAG_reference_type:
+	case DW_TAG_rvalue_reference_type:
+	case DW_TAG_ptr_to_member_type:
+	case DW_TAG_enumeration_type:
+		return true;
+	case DW_TAG_base_type:
+		if (!dwarf_attr_integrate(&r, DW_AT_encoding, &at) || dwarf_formudata(&at, &enc))
+			return false;
+		return enc == DW_ATE_signed || enc == DW_ATE_unsigned || enc == DW_ATE_boolean ||
+		       enc == DW_ATE_signed_char || enc == DW_ATE_unsigned_char ||
+		       enc == DW_ATE_UTF;
+	default:
+		return false;
+	}
+}
+
+/*
+ * @fn takes no floating-point or vector argument and is called by the
+ * psABI: every parameter int-class, not variadic, the normal calling
+ * convention (compilers mark a function whose signature they rewrote
+ * DW_CC_nocall), and, from a compiler other than GCC, external: LLVM
+ * rewrites internal functions' arguments in place, where GCC makes a
+ * clone with a suffixed name (the caller refuses those by name).
+ */
+static bool no_vector_args(Dwarf_Die *fn, bool gnu)
+{
+	Dwarf_Attribute at;
+	Dwarf_Word cc;
+	Dwarf_Die child;
+	bool ext = false;
+
+	if (dwarf_attr_integrate(fn, DW_AT_calling_convention, &at) &&
+	    (dwarf_formudata(&at, &cc) || cc != DW_CC_normal))
+		return false;
+	if (!gnu && (!dwarf_attr_integrate(fn, DW_AT_external, &at) || dwarf_formflag(&at, &ext) ||
+		     !ext))
+		return false;
+	if (dwarf_child(fn, &child) != 0)
+		return true;
+	do {
+		int tag = dwarf_tag(&child);
+
+		if (tag == DW_TAG_unspecified_parameters)
+			return false;
+		if (tag == DW_TAG_formal_parameter && !int_class(&child))
+			return false;
+	} while (dwarf_siblingof(&child, &child) == 0);
+	return true;
+}
+
+struct usft_dwarf_novec {
+	unsigned long addr;	/* link-time */
+	bool novec;
+};
+
+struct novec_acc {
+	struct usft_dwarf_novec *v;
+	size_t n, cap;
+	int err;
+};
+
+static void novec_add(struct novec_acc *a, unsigned long addr, bool novec)
+{
+	if (a->err)
+		return;
+	if (a->n == a->cap) {
+		size_t cap = a->cap ? a->cap * 2 : 256;
+		struct usft_dwarf_novec *v = realloc(a->v, cap * sizeof(*v));
+
+		if (!v) {
+			a->err = -ENOMEM;
+			return;
+		}
+		a->v = v;
+		a->cap = cap;
+	}
+	a->v[a->n++] = (struct usft_dwarf_novec){ .addr = addr, .novec = novec };
+}
+
+static void novec_walk(Dwarf_Die *parent, bool gnu, struct novec_acc *a, int depth)
+{
+	Dwarf_Die child;
+
+	if (depth > 8 || dwarf_child(parent, &child) != 0)
+		return;
+	do {
+		int tag = dwarf_tag(&child);
+		Dwarf_Addr lo;
+
+		if (tag == DW_TAG_subprogram && dwarf_lowpc(&child, &lo) == 0)
+			novec_add(a, lo, no_vector_args(&child, gnu));
+		else if (tag == DW_TAG_namespace || tag == DW_TAG_class_type ||
+			 tag == DW_TAG_structure_type)
+			novec_walk(&child, gnu, a, depth + 1);
+	} while (dwarf_siblingof(&child, &child) == 0);
+}
+
+static int cmp_novec(const void *x, const void *y)
+{
+	const struct usft_dwarf_novec *a = x, *b = y;
+
+	return (a->addr > b->addr) - (a->addr < b->addr);
+}
+
+int usft_dwarf_novec_table(const char *path, unsigned long **out, size_t *nr)
+{
+	unsigned long *v;
+	struct novec_acc a = { 0 };
+	Dwarf_Off off = 0, next;
+	size_t hsize, k = 0;
+	Dwarf *dbg;
+	int fd;
+
+	*out = NULL;
+	*nr = 0;
+	dbg = dwarf_open(path, &fd);
+	if (!dbg)
+		return -ENOENT;
+	while (dwarf_nextcu(dbg, off, &next, &hsize, NULL, NULL, NULL) == 0 && !a.err) {
+		Dwarf_Die cu;
+
+		if (dwarf_offdie(dbg, off + hsize, &cu)) {
+			Dwarf_Attribute at;
+			const char *prod = dwarf_formstring(dwarf_attr(&cu, DW_AT_producer, &at));
+
+			novec_walk(&cu, prod && !strncmp(prod, "GNU ", 4), &a, 0);
+		}
+		off = next;
+	}
+	dwarf_end(dbg);
+	close(fd);
+	if (a.err) {
+		free(a.v);
+		return a.err;
+	}
+	/* one entry per address: vector-free only if every DIE there says so */
+	qsort(a.v, a.n, sizeof(*a.v), cmp_novec);
+	for (size_t i = 0; i < a.n; i++) {
+		if (k && a.v[k - 1].addr == a.v[i].addr)
+			a.v[k - 1].novec &= a.v[i].novec;
+		else
+			a.v[k++] = a.v[i];
+	}
+	v = malloc((k ? k : 1) * sizeof(*v));
+	if (!v) {
+		free(a.v);
+		return -ENOMEM;
+	}
+	*nr = 0;
+	for (size_t i = 0; i < k; i++)
+		if (a.v[i].novec)
+			v[(*nr)++] = a.v[i].addr;
+	free(a.v);
+	*out = v;
+	return 0;
+}
+
+bool usft_dwarf_novec_lookup(const unsigned long *v, size_t n, unsigned long addr, size_t *cursor)
+{
+	size_t lo = *cursor, hi = n, step;
+
+	/*
+	 * Sites are mostly looked up in address order, each a few times:
+	 * gallop from where the last lookup ended ([lo, hi) holds the first
+	 * entry >= addr), from scratch when addr is below it.
+	 */
+	if (lo > n || (lo && v[lo - 1] >= addr)) {
+		lo = 0;
+	} else {
+		for (step = 1, hi = lo; hi < n && v[hi] < addr; step *= 2) {
+			lo = hi + 1;
+			hi = n - hi > step ? hi + step : n;
+		}
+	}
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (v[mid] < addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	*cursor = lo;
+	return lo < n && v[lo] == addr;
 }

@@ -30,4 +30,14 @@ int usft_dwarf_func_model(const char *path, unsigned long addr, struct usft_func
 int usft_dwarf_arg_types(const char *path, unsigned long addr, struct usft_arg_type *args, int max,
 			 struct usft_arg_type *ret, bool *variadic);
 
+/*
+ * The functions that take no floating-point or vector argument (dwarf.c:
+ * no_vector_args()): the sorted link-time addresses of every
+ * DW_TAG_subprogram low_pc where each DIE says so.
+ * Return: 0 with *out (malloc'd) and *nr, or -errno.
+ */
+int usft_dwarf_novec_table(const char *path, unsigned long **out, size_t *nr);
+/* @addr (link-time) is in @v (from usft_dwarf_novec_table()); @cursor: 0, then kept */
+bool usft_dwarf_novec_lookup(const unsigned long *v, size_t n, unsigned long addr, size_t *cursor);
+
 #endif
