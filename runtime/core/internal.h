@@ -143,6 +143,15 @@ struct usft_object {
 	struct usft_obj_callers *callers;	/* trampoline memory near this text */
 	bool seen;			/* mark for the dl_iterate_phdr sweep */
 	bool nops_pending;		/* a W^X policy kept its compiler NOPs unconverted */
+	/*
+	 * x86-64: the link-time starts of the functions that take no vector
+	 * argument (elf/dwarf.h; GCC clones left out), read once, the first
+	 * time a site here may call a per-ops copy, and kept as long as the
+	 * object: a site's answer never changes.
+	 */
+	unsigned long *novec;
+	size_t nr_novec, novec_cursor;
+	bool novec_read;
 };
 
 extern struct ftrace_page *ftrace_pages_start;
@@ -626,6 +635,7 @@ struct usft_options {
 	int text_write;		/* enum usft_text_write */
 	int early_nops;		/* x86-64: gcc's NOPs converted in a constructor */
 	int event_tramp;	/* x86-64: ftrace_event_caller for ops that describe their events */
+	int novec_tramp;	/* x86-64: per-ops copies without xmm0-7 for vector-free functions */
 };
 extern struct usft_options usft_opts;
 extern struct usft_stats usft_counters;

@@ -24,6 +24,7 @@ struct usft_options usft_opts = {
 	.graph_jmp = 1,
 	.early_nops = 1,
 	.event_tramp = 1,
+	.novec_tramp = 1,
 };
 struct usft_stats usft_counters;
 
@@ -101,6 +102,9 @@ static const struct usft_option_desc usft_option_table[] = {
 	{ "event_tramp", &usft_opts.event_tramp, NULL, 1, false,
 	  "x86-64: the function tracer's per-ops trampoline writes its events itself "
 	  "(0: it calls function_trace_call() for each)" },
+	{ "novec_tramp", &usft_opts.novec_tramp, NULL, 1, false,
+	  "x86-64: a site whose function takes no floating-point or vector argument (its "
+	  "DWARF says so) calls a per-ops trampoline copy that leaves xmm0-7 alone" },
 };
 
 static const struct usft_option_desc *find_option(const char *name, size_t len)

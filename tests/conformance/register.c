@@ -51,6 +51,17 @@ TRACEE double cf_reg_mixed(long i, double a, long j, double b)
 	return (double)i * a + (double)j * b;
 }
 
+/* Two doubles by value: the psABI passes them in xmm0 and xmm1. */
+struct cf_reg_dpair {
+	double a, b;
+};
+
+TRACEE double cf_reg_pair(struct cf_reg_dpair p, long k)
+{
+	TRACEE_BODY();
+	return p.a * (double)k + p.b;
+}
+
 /* Variadic: @n doubles (needs %al = number of vector registers used). */
 TRACEE double cf_reg_vsum(int n, ...)
 {
@@ -637,3 +648,74 @@ Test(usft_set_ftrace_enabled, unregister_while_disabled)
 	cf_reg_func1(1);
 	cr_assert_eq(tc_count(&c), 0);
 }
+
+/* ---- x86-64: the per-ops copy without xmm saves (novec_tramp) ----------- */
+
+#if defined(__x86_64__)
+static void filter_add(struct ftrace_ops *ops, const char *name)
+{
+	int r = tc_set_filter(ops, name, 0);
+
+	cr_assert_eq(r, 0, "ftrace_set_filter(%s) = %d", name, r);
+}
+
+/* one clobbering ops on an integer, a double, a struct-of-doubles and a variadic function */
+static void novec_register(struct frame_probe *p)
+{
+	frame_probe_init(p, 0);
+	p->clobber = 1;
+	filter_one(&p->ops, "cf_reg_args6");
+	filter_add(&p->ops, "cf_reg_fp3");
+	filter_add(&p->ops, "cf_reg_pair");
+	filter_add(&p->ops, "cf_reg_vsum");
+	cr_assert_eq(register_ftrace_function(&p->ops), 0);
+}
+
+static void novec_calls_are_right(void)
+{
+	cr_assert_eq(cf_reg_args6(1, 2, 3, 4, 5, 6), 1 + 4 + 9 + 16 + 25 + 36);
+	cr_assert_eq(cf_reg_fp3(1.5, -2.25, 100.125), 1.5 * -2.25 + 100.125);
+	cr_assert_eq(cf_reg_pair((struct cf_reg_dpair){ 1.5, 0.25 }, 3), 4.75,
+		     "xmm0/xmm1 of a struct of doubles not preserved");
+	cr_assert_eq(cf_reg_vsum(3, 1.0, 2.5, -0.5), 3.0);
+}
+
+Test(ops_trampoline, a_function_without_vector_arguments_calls_the_copy_without_xmm_saves)
+{
+	static struct frame_probe p;
+	unsigned long t_int, t_fp;
+
+	novec_register(&p);
+	/* first what the program sees: every argument where it belongs */
+	novec_calls_are_right();
+	t_int = tc_call_target((const void *)cf_reg_args6);
+	t_fp = tc_call_target((const void *)cf_reg_fp3);
+	cr_assert(t_int && t_fp);
+	cr_assert_neq(t_int, t_fp, "an integer-only function calls the copy that saves xmm0-7");
+	/* anything the psABI may pass in xmm registers keeps the saves */
+	cr_assert_eq(tc_call_target((const void *)cf_reg_pair), t_fp, "struct of doubles");
+	cr_assert_eq(tc_call_target((const void *)cf_reg_vsum), t_fp, "variadic");
+	/* the callback saw each call and its integer arguments */
+	cr_assert_eq(p.calls, 4);
+	cr_assert_eq(p.args[0], 3UL);	/* the last call: cf_reg_vsum(3, ...) */
+	cr_assert_eq(unregister_ftrace_function(&p.ops), 0);
+	cr_assert_eq(cf_reg_args6(1, 1, 1, 1, 1, 1), 21);
+	cr_assert_eq(p.calls, 4);
+}
+
+Test(ops_trampoline, novec_tramp_off_gives_every_site_the_copy_with_xmm_saves)
+{
+	static struct frame_probe p;
+	unsigned long t;
+
+	cr_assert_eq(usft_set_option("novec_tramp", "0"), 0);
+	novec_register(&p);
+	t = tc_call_target((const void *)cf_reg_fp3);
+	cr_assert_neq(t, 0);
+	cr_assert_eq(tc_call_target((const void *)cf_reg_args6), t);
+	cr_assert_eq(tc_call_target((const void *)cf_reg_pair), t);
+	novec_calls_are_right();
+	cr_assert_eq(p.calls, 4);
+	cr_assert_eq(unregister_ftrace_function(&p.ops), 0);
+}
+#endif

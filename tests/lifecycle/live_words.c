@@ -101,7 +101,23 @@ static notrace const unsigned char *find_one(unsigned long lo, size_t size, cons
 
 /* ---- per-ops trampoline -------------------------------------------- */
 
-static notrace int ops_case(int route_procmem)
+/* bytes from @p to the end of its first `ret; int3` (a copy's way out) */
+static notrace size_t to_ret(unsigned long p, size_t max)
+{
+	const unsigned char *b = (const unsigned char *)p;
+
+	for (size_t i = 0; i + 1 < max; i++)
+		if (b[i] == 0xc3 && b[i + 1] == 0xcc)
+			return i + 2;
+	return max;
+}
+
+/*
+ * @xmm: novec_tramp=0, the site calls ops->trampoline itself; else lw_ops
+ * (integer arguments only) calls that copy's twin without the xmm saves,
+ * which has a callback word of its own.
+ */
+static notrace int ops_case(int route_procmem, int xmm)
 {
 	static struct tc_counter c;
 	/* movq disp32(%rip), %rax ; call *%rax */
@@ -113,14 +129,17 @@ static notrace int ops_case(int route_procmem)
 
 	if (route_procmem && usft_set_option("text_write", "procmem"))
 		FAIL(2, "text_write=procmem refused\n");
+	if (xmm && usft_set_option("novec_tramp", "0"))
+		FAIL(2, "novec_tramp=0 refused\n");
 	tc_counter_init(&c, 0);
 	if (tc_set_filter(&c.ops, "lw_ops", 1) || register_ftrace_function(&c.ops))
 		FAIL(3, "registering the counter failed\n");
 	tramp = tc_branch_target((const void *)lw_ops, 0xe8);
-	if (!tramp || tramp != c.ops.trampoline)
-		FAIL(4, "the site does not call the ops' trampoline (%#lx, trampoline %#lx)\n",
-		     tramp, c.ops.trampoline);
-	call = find_one(tramp, c.ops.trampoline_size, pat, sizeof(pat), mask);
+	if (!tramp || (tramp == c.ops.trampoline) != xmm)
+		FAIL(4, "the site does not call the ops' %s (%#lx, trampoline %#lx)\n",
+		     xmm ? "trampoline" : "trampoline's twin without xmm saves", tramp,
+		     c.ops.trampoline);
+	call = find_one(tramp, to_ret(tramp, c.ops.trampoline_size), pat, sizeof(pat), mask);
 	if (!call)
 		FAIL(5, "no single callback load in the trampoline\n");
 	word = rip_target(call, 3, 7);
@@ -154,8 +173,9 @@ static notrace int ops_case(int route_procmem)
 	return 0;
 }
 
-static notrace int child_ops(void) { return ops_case(0); }
-static notrace int child_ops_procmem(void) { return ops_case(1); }
+static notrace int child_ops(void) { return ops_case(0, 0); }
+static notrace int child_ops_procmem(void) { return ops_case(1, 0); }
+static notrace int child_ops_xmm(void) { return ops_case(0, 1); }
 
 /* ---- graph jmp stub ------------------------------------------------- */
 
@@ -279,6 +299,10 @@ Test(live_words, ops_trampoline_callback_in_data_twin) { cr_expect_eq(tc_run_chi
 Test(live_words, ops_trampoline_callback_in_data_twin_procmem)
 {
 	cr_expect_eq(tc_run_child(child_ops_procmem), 0);
+}
+Test(live_words, ops_trampoline_with_xmm_saves_callback_in_data_twin)
+{
+	cr_expect_eq(tc_run_child(child_ops_xmm), 0);
 }
 Test(live_words, graph_stub_words_in_data_twin) { cr_expect_eq(tc_run_child(child_graph), 0); }
 Test(live_words, bpf_image_words_in_data_twin) { cr_expect_eq(tc_run_child(child_bpf), 0); }

@@ -119,50 +119,72 @@ ftrace_stub_direct_tramp:
 	.size	ftrace_stub_direct_tramp, . - ftrace_stub_direct_tramp
 
 /* ------------------------------------------------------------------ */
+/*
+ * The ftrace_caller template, twice: as the kernel's (every argument
+ * register saved, xmm0-7 too, since a C callback may use them) and as
+ * ftrace_caller_novec, which leaves xmm0-7 alone.  A per-ops trampoline
+ * gets a copy of each; a site whose function's DWARF shows that it takes
+ * no floating-point or vector argument calls the second (arch/x86_64/
+ * ftrace.c: site_novec(); docs/design.md).  The two have one frame layout,
+ * so struct ftrace_regs is the same either way.
+ */
+.macro CALLER_TMPL name, marked, op_ptr, call, data, end, vec
 	.balign 16
-	.globl	ftrace_caller
-	.type	ftrace_caller, @function
-ftrace_caller:
-	TASK_MARK .Lc_tpoff
+	.globl	\name
+	.type	\name, @function
+\name:
+	TASK_MARK .L\name\()_tpoff
 	/* ftrace_event_caller's way into a copy: its own mark stands for this one */
-	.globl	ftrace_caller_marked
-ftrace_caller_marked:
+	.globl	\marked
+\marked:
 	leaq	-FRAME(%rsp), %rsp
-	SAVE_ARGS
+	SAVE_GPRS
+	.if \vec
+	SAVE_XMM
+	.endif
 	movq	$0, USFT_PTREGS_ORIG_AX(%rsp)
 	movq	$0, USFT_PTREGS_CS(%rsp)
-	TASK_ENTER .Lc_tpoff, .Lc_reg, .Lc_reg_back
+	TASK_ENTER .L\name\()_tpoff, .L\name\()_reg, .L\name\()_reg_back
 	SET_CALLBACK_ARGS
 	ALIGN_STACK
-	.globl	ftrace_caller_op_ptr
-ftrace_caller_op_ptr:
-	LOAD_OP .Lc_opp
-	.globl	ftrace_call
-ftrace_call:
-	CALL_FUNC .Lc_funcp
+	.globl	\op_ptr
+\op_ptr:
+	LOAD_OP .L\name\()_opp
+	.globl	\call
+\call:
+	CALL_FUNC .L\name\()_funcp
 	UNALIGN_STACK
 	/* a callback may redirect the return (IPMODIFY) */
 	movq	USFT_PTREGS_IP(%rsp), %rax
 	movq	%rax, FRAME(%rsp)
-	TASK_EXIT .Lc_tpoff
-	RESTORE_ARGS
+	TASK_EXIT .L\name\()_tpoff
+	.if \vec
+	RESTORE_XMM
+	.endif
+	RESTORE_GPRS
 	leaq	FRAME(%rsp), %rsp
 	ret
 	int3
-	TASK_ENTER_OOL .Lc_regfn, .Lc_reg, .Lc_reg_back
+	TASK_ENTER_OOL .L\name\()_regfn, .L\name\()_reg, .L\name\()_reg_back
 	int3
 	.balign 8
-	.globl	ftrace_caller_data
-ftrace_caller_data:
-.Lc_tpoff:	.quad 0		/* TLS offset of usft_task */
-.Lc_regfn:	.quad 0		/* &usft_task_register */
-.Lc_opp:	.quad 0		/* &word holding the ops */
-.Lc_funcp:	.quad 0		/* &word holding the callback */
-.Lc_opv:	.quad 0		/* per-ops copies: the ops */
-.Lc_funcv:	.quad 0		/* per-ops copies: the callback */
-	.globl	ftrace_caller_end
-ftrace_caller_end:
-	.size	ftrace_caller, . - ftrace_caller
+	.globl	\data
+\data:
+.L\name\()_tpoff:	.quad 0		/* TLS offset of usft_task */
+.L\name\()_regfn:	.quad 0		/* &usft_task_register */
+.L\name\()_opp:	.quad 0		/* &word holding the ops */
+.L\name\()_funcp:	.quad 0		/* &word holding the callback */
+.L\name\()_opv:	.quad 0		/* per-ops copies: the ops */
+.L\name\()_funcv:	.quad 0		/* per-ops copies: the callback */
+	.globl	\end
+\end:
+	.size	\name, . - \name
+.endm
+
+	CALLER_TMPL ftrace_caller, ftrace_caller_marked, ftrace_caller_op_ptr, ftrace_call, \
+		ftrace_caller_data, ftrace_caller_end, 1
+	CALLER_TMPL ftrace_caller_novec, ftrace_caller_novec_marked, ftrace_caller_novec_op_ptr, \
+		ftrace_call_novec, ftrace_caller_novec_data, ftrace_caller_novec_end, 0
 
 /* ------------------------------------------------------------------ */
 /*

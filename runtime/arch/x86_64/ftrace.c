@@ -16,6 +16,7 @@
 #include "core/arch.h"
 #include "core/ops_event.h"
 #include "core/text.h"
+#include "elf/dwarf.h"
 #include "mem/execmem.h"
 #include "asm/prefetch.h"
 #include "insn.h"
@@ -24,6 +25,8 @@ extern const char ftrace_caller_data[], ftrace_caller_end[];
 extern const char ftrace_regs_caller_data[], ftrace_regs_caller_end[];
 extern const char ftrace_regs_caller_jmp[];
 extern const char ftrace_caller_op_ptr[], ftrace_call[], ftrace_caller_marked[];
+extern const char ftrace_caller_novec[], ftrace_caller_novec_data[], ftrace_caller_novec_end[];
+extern const char ftrace_caller_novec_op_ptr[], ftrace_call_novec[];
 extern const char ftrace_event_caller[], ftrace_event_caller_data[], ftrace_event_caller_end[];
 extern const char ftrace_event_caller_prefetch[];
 extern const char ftrace_regs_caller_op_ptr[], ftrace_regs_call[];
@@ -48,6 +51,7 @@ struct tramp_copy {
 	struct usft_window *w;
 	unsigned long addr;
 	unsigned long ev;	/* its ftrace_event_caller in front, or 0 */
+	unsigned long nv;	/* its ftrace_caller_novec twin, or 0 */
 };
 
 /* the data words of ftrace_event_caller (entry.S), in order */
@@ -94,16 +98,27 @@ struct usft_ops_private {
 };
 static struct usft_ops_private *tramps;
 
-static size_t tmpl_size(bool regs)
+/* the templates of entry.S a copy is made from (0 and 1: as FTRACE_ADDR/REGS) */
+enum { TMPL_CALLER, TMPL_REGS, TMPL_NOVEC };
+static const struct tmpl {
+	const char *base, *data, *end, *op_ptr, *call;
+} tmpls[] = {
+	[TMPL_CALLER] = { ftrace_caller, ftrace_caller_data, ftrace_caller_end,
+			  ftrace_caller_op_ptr, ftrace_call },
+	[TMPL_REGS] = { ftrace_regs_caller, ftrace_regs_caller_data, ftrace_regs_caller_end,
+			ftrace_regs_caller_op_ptr, ftrace_regs_call },
+	[TMPL_NOVEC] = { ftrace_caller_novec, ftrace_caller_novec_data, ftrace_caller_novec_end,
+			 ftrace_caller_novec_op_ptr, ftrace_call_novec },
+};
+
+static size_t tmpl_size(int kind)
 {
-	return regs ? (size_t)(ftrace_regs_caller_end - ftrace_regs_caller)
-		    : (size_t)(ftrace_caller_end - ftrace_caller);
+	return (size_t)(tmpls[kind].end - tmpls[kind].base);
 }
 
-static size_t tmpl_data_off(bool regs)
+static size_t tmpl_data_off(int kind)
 {
-	return regs ? (size_t)(ftrace_regs_caller_data - ftrace_regs_caller)
-		    : (size_t)(ftrace_caller_data - ftrace_caller);
+	return (size_t)(tmpls[kind].data - tmpls[kind].base);
 }
 
 /*
@@ -114,11 +129,11 @@ static size_t tmpl_data_off(bool regs)
  * stub before a grace period): @twin set, the call loads it from the
  * copy's data twin (mem/execmem.h), where one store updates it.
  */
-static int bake_loads(unsigned char *buf, bool regs, bool twin)
+static int bake_loads(unsigned char *buf, int kind, bool twin)
 {
-	const char *base = regs ? ftrace_regs_caller : ftrace_caller;
-	unsigned char *op = buf + ((regs ? ftrace_regs_caller_op_ptr : ftrace_caller_op_ptr) - base);
-	unsigned char *call = buf + ((regs ? ftrace_regs_call : ftrace_call) - base);
+	const struct tmpl *t = &tmpls[kind];
+	unsigned char *op = buf + (t->op_ptr - t->base);
+	unsigned char *call = buf + (t->call - t->base);
 	int disp;
 
 	if (memcmp(op, "\x48\x8b\x15", 3) || memcmp(op + 7, "\x48\x8b\x12", 3) ||
@@ -138,17 +153,21 @@ static int bake_loads(unsigned char *buf, bool regs, bool twin)
 }
 
 /* the callback word a per-ops copy at @addr calls through (in its twin) */
-static unsigned long *copy_func_word(unsigned long addr, bool regs)
+static unsigned long *copy_func_word(unsigned long addr, int kind)
 {
-	return (unsigned long *)(usft_execmem_twin(addr) + tmpl_data_off(regs) +
+	return (unsigned long *)(usft_execmem_twin(addr) + tmpl_data_off(kind) +
 				 offsetof(struct tramp_data, funcv));
 }
 
 /* point every copy of @p at @func: one store each, no text write */
 static void copies_set_func(struct usft_ops_private *p, unsigned long func)
 {
-	for (unsigned int i = 0; i < p->nr; i++)
+	for (unsigned int i = 0; i < p->nr; i++) {
 		__atomic_store_n(copy_func_word(p->copy[i].addr, p->regs), func, __ATOMIC_RELEASE);
+		if (p->copy[i].nv)
+			__atomic_store_n(copy_func_word(p->copy[i].nv, TMPL_NOVEC), func,
+					 __ATOMIC_RELEASE);
+	}
 }
 
 /*
@@ -161,10 +180,10 @@ static void copies_set_func(struct usft_ops_private *p, unsigned long func)
  * a per-callsite copy whose "ops" is that struct ftrace_callsite and which
  * keeps the orig_ax test (a direct ops may share the site).
  */
-static unsigned long make_copy_for(struct usft_window *w, bool regs, struct ftrace_ops *ops,
+static unsigned long make_copy_for(struct usft_window *w, int kind, struct ftrace_ops *ops,
 				   struct ftrace_callsite *site)
 {
-	size_t size = tmpl_size(regs), doff = tmpl_data_off(regs);
+	size_t size = tmpl_size(kind), doff = tmpl_data_off(kind);
 	unsigned char *buf;
 	struct tramp_data *d;
 	unsigned long addr;
@@ -176,7 +195,7 @@ static unsigned long make_copy_for(struct usft_window *w, bool regs, struct ftra
 	buf = malloc(size);
 	if (!buf)
 		return 0;
-	memcpy(buf, regs ? ftrace_regs_caller : ftrace_caller, size);
+	memcpy(buf, tmpls[kind].base, size);
 	d = (struct tramp_data *)(buf + doff);
 	d->tpoff = usft_task_tpoff();
 	d->regfn = (unsigned long)usft_task_register;
@@ -186,7 +205,7 @@ static unsigned long make_copy_for(struct usft_window *w, bool regs, struct ftra
 		d->opp = addr + doff + offsetof(struct tramp_data, opv);
 		d->funcp = addr + doff + offsetof(struct tramp_data, funcv);
 		/* a per-callsite copy's callback never changes: it stays in the copy */
-		if (bake_loads(buf, regs, false)) {
+		if (bake_loads(buf, kind, false)) {
 			free(buf);
 			return 0;
 		}
@@ -195,15 +214,15 @@ static unsigned long make_copy_for(struct usft_window *w, bool regs, struct ftra
 		d->funcv = 0;	/* unused: the call reads the twin's word */
 		d->opp = addr + doff + offsetof(struct tramp_data, opv);
 		d->funcp = 0;
-		if (bake_loads(buf, regs, true)) {
+		if (bake_loads(buf, kind, true)) {
 			free(buf);
 			return 0;
 		}
 		/* published by the batch's syncs, before any site calls the copy */
-		__atomic_store_n(copy_func_word(addr, regs), (unsigned long)ftrace_ops_get_func(ops),
+		__atomic_store_n(copy_func_word(addr, kind), (unsigned long)ftrace_ops_get_func(ops),
 				 __ATOMIC_RELEASE);
 		/* a per-ops trampoline never serves a direct ops: no orig_ax test */
-		if (regs) {
+		if (kind == TMPL_REGS) {
 			unsigned char *jnz = buf + (ftrace_regs_caller_jmp - ftrace_regs_caller);
 
 			if (jnz[0] != 0x75) {	/* the template must keep a 2-byte jnz */
@@ -226,9 +245,9 @@ static unsigned long make_copy_for(struct usft_window *w, bool regs, struct ftra
 	return addr;
 }
 
-static unsigned long make_copy(struct usft_window *w, bool regs, struct ftrace_ops *ops)
+static unsigned long make_copy(struct usft_window *w, int kind, struct ftrace_ops *ops)
 {
-	return make_copy_for(w, regs, ops, NULL);
+	return make_copy_for(w, kind, ops, NULL);
 }
 
 static size_t event_size(void)
@@ -300,12 +319,84 @@ static unsigned long make_event_copy(struct usft_window *w, const struct usft_op
 	return addr;
 }
 
-/* what a site in reach of copy @c calls: its event trampoline, else the copy */
+/*
+ * The function of the site at @ip takes no floating-point or vector
+ * argument, so xmm0-7 hold nothing it reads: the psABI passes nothing else
+ * in them, and -fpatchable-function-entry turns off GCC's -fipa-ra, so no
+ * caller keeps a value in a register the ABI lets a callee clobber.
+ * From the object's DWARF (elf/dwarf.c: no_vector_args()); a GCC clone
+ * (a '.' in its name: .isra, .constprop, .part) may have had its
+ * arguments rewritten and is refused.  Under ftrace_lock (the update path).
+ */
+static void novec_read(struct usft_object *obj)
+{
+	size_t k = 0;
+
+	obj->novec_read = true;
+	if (usft_dwarf_novec_table(obj->path, &obj->novec, &obj->nr_novec)) {
+		obj->nr_novec = 0;
+		return;
+	}
+	for (size_t i = 0; i < obj->nr_novec; i++) {
+		const struct usft_elf_sym *sym = usft_elf_find_sym(&obj->elf, obj->novec[i]);
+
+		if (sym && sym->addr == obj->novec[i] && !strchr(sym->name, '.'))
+			obj->novec[k++] = obj->novec[i];
+	}
+	obj->nr_novec = k;
+}
+
+static bool site_novec(unsigned long ip)
+{
+	static const unsigned char endbr64[4] = { 0xf3, 0x0f, 0x1e, 0xfa };
+	struct usft_object *obj = usft_object_of(ip);
+	unsigned long link;
+
+	if (!obj)
+		return false;
+	if (!obj->novec_read)
+		novec_read(obj);
+	if (!obj->nr_novec)
+		return false;
+	link = ip - obj->bias;
+	if (usft_dwarf_novec_lookup(obj->novec, obj->nr_novec, link, &obj->novec_cursor))
+		return true;
+	/* -fcf-protection: the site follows the function's endbr64 */
+	return !memcmp((const void *)(ip - 4), endbr64, 4) &&
+	       usft_dwarf_novec_lookup(obj->novec, obj->nr_novec, link - 4,
+						       &obj->novec_cursor);
+}
+
+static bool in_reach(unsigned long ip, unsigned long addr, size_t size)
+{
+	return x86_rel32_ok(ip, addr) && x86_rel32_ok(ip, addr + size);
+}
+
+/*
+ * What a site in reach of copy @c calls: its event trampoline; else, for a
+ * function that takes no vector argument, the copy that does not save
+ * xmm0-7; else the copy.  The same answer every time for one site: the
+ * call made and the call later removed must be the same bytes.
+ */
 static unsigned long copy_target(const struct tramp_copy *c, unsigned long ip)
 {
-	if (c->ev && x86_rel32_ok(ip, c->ev) && x86_rel32_ok(ip, c->ev + event_size()))
+	if (c->ev && in_reach(ip, c->ev, event_size()))
 		return c->ev;
+	if (c->nv && usft_opts.novec_tramp && in_reach(ip, c->nv, tmpl_size(TMPL_NOVEC)) &&
+	    site_novec(ip))
+		return c->nv;
 	return c->addr;
+}
+
+/* copy @i of @p: the copy in @w at @t and what goes with it */
+static void copy_init(struct usft_ops_private *p, unsigned int i, struct usft_window *w,
+		      unsigned long t)
+{
+	p->copy[i].w = w;
+	p->copy[i].addr = t;
+	p->copy[i].ev = make_event_copy(w, p, t);
+	/* shared callers and regs copies keep their xmm saves */
+	p->copy[i].nv = !p->regs && usft_opts.novec_tramp ? make_copy(w, TMPL_NOVEC, p->ops) : 0;
 }
 
 /*
@@ -326,7 +417,9 @@ unsigned long arch_ftrace_make_caller(struct usft_window *w, int which)
 
 void arch_ftrace_object_removed(struct usft_object *obj)
 {
-	(void)obj;
+	free(obj->novec);
+	obj->novec = NULL;
+	obj->nr_novec = 0;
 }
 
 static struct usft_ops_private *find_tramp(unsigned long primary)
@@ -530,9 +623,7 @@ again:
 
 			if (!t || !x86_rel32_ok(ip, t))
 				return 0;
-			p->copy[p->nr].w = w;
-			p->copy[p->nr].addr = t;
-			p->copy[p->nr].ev = make_event_copy(w, p, t);
+			copy_init(p, p->nr, w, t);
 			return copy_target(&p->copy[p->nr++], ip);
 		}
 	}
@@ -737,9 +828,7 @@ void arch_ftrace_update_trampoline(struct ftrace_ops *ops)
 		free(p);
 		return;
 	}
-	p->copy[0].w = w;
-	p->copy[0].addr = t;
-	p->copy[0].ev = make_event_copy(w, p, t);
+	copy_init(p, 0, w, t);
 	p->nr = 1;
 	p->next = tramps;
 	tramps = p;
@@ -780,6 +869,8 @@ void arch_ftrace_trampoline_free(struct ftrace_ops *ops)
 		}
 	for (unsigned int i = 0; i < p->nr; i++) {
 		usft_execmem_free(p->copy[i].w, p->copy[i].addr, p->size);
+		if (p->copy[i].nv)
+			usft_execmem_free(p->copy[i].w, p->copy[i].nv, tmpl_size(TMPL_NOVEC));
 		if (p->copy[i].ev) {
 			usft_execmem_free(p->copy[i].w, p->copy[i].ev, event_size());
 			usft_counters.nr_event_trampolines--;

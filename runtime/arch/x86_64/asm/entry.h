@@ -34,7 +34,7 @@
 9:
 .endm
 
-.macro SAVE_ARGS
+.macro SAVE_GPRS
 	movq	%rax, USFT_PTREGS_AX(%rsp)
 	movq	%rcx, USFT_PTREGS_CX(%rsp)
 	movq	%rdx, USFT_PTREGS_DX(%rsp)
@@ -44,6 +44,10 @@
 	movq	%r9, USFT_PTREGS_R9(%rsp)
 	movq	%r10, USFT_PTREGS_R10(%rsp)
 	movq	%rbp, USFT_PTREGS_BP(%rsp)
+.endm
+
+/* rax is free once SAVE_GPRS has run */
+.macro SAVE_XMM
 	/*
 	 * movups: the frame is 16-aligned only if the traced function was
 	 * entered with an ABI-aligned stack, and gcc's -fipa-stack-alignment
@@ -58,6 +62,11 @@
 	movups	%xmm5, 0x50(%rax)
 	movups	%xmm6, 0x60(%rax)
 	movups	%xmm7, 0x70(%rax)
+.endm
+
+.macro SAVE_ARGS
+	SAVE_GPRS
+	SAVE_XMM
 .endm
 
 .macro RESTORE_XMM

@@ -115,7 +115,12 @@ ftrace_regs_get_argument(struct ftrace_regs *fregs, unsigned int n)
 	}
 }
 
-/* Floating-point argument n (0-7) as raw low 64 bits of xmm<n> (usft extension). */
+/*
+ * Floating-point argument n (0-7) as raw low 64 bits of xmm<n> (usft
+ * extension).  Unspecified for a function that takes no floating-point or
+ * vector argument: its per-ops trampoline may not save xmm0-7 (option
+ * novec_tramp, docs/design.md).
+ */
 __usft_regs_inline unsigned long
 usft_ftrace_regs_get_fp_argument(struct ftrace_regs *fregs, unsigned int n)
 {
