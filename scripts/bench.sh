@@ -106,9 +106,12 @@ if command -v clang++ >/dev/null; then
 else
 	log "peers: xray_noop skipped (clang++ not installed)"
 fi
-# usft with an empty callback on work(): xray_noop's job (entry only)
+# usft with an empty callback on work(): xray_noop's job (entry only).  -g:
+# work()'s DWARF shows it takes no floating-point argument, so its site calls
+# the copy that leaves xmm0-7 alone (novec_tramp); usft_ops_tramp_xmm is the
+# same binary with novec_tramp=0 (every argument register saved, as XRay's)
 if [ -f "$BUILD/runtime/libusft.so" ]; then
-	build_peer usft_ops_tramp sh -c "cc -O2 -fpatchable-function-entry=5 -DPEER_SETUP -c $P/work.c -o $PD/work_pfe.o && cc -O2 -I runtime/include -I $BUILD/runtime/include -c $P/usft_setup.c -o $PD/usft_setup.o && cc -o $PD/usft_ops_tramp $PD/work_pfe.o $PD/usft_setup.o -L$BUILD/runtime -lusft -Wl,-rpath,$(cd "$BUILD/runtime" && pwd)"
+	build_peer usft_ops_tramp sh -c "cc -O2 -g -fpatchable-function-entry=5 -DPEER_SETUP -c $P/work.c -o $PD/work_pfe.o && cc -O2 -I runtime/include -I $BUILD/runtime/include -c $P/usft_setup.c -o $PD/usft_setup.o && cc -o $PD/usft_ops_tramp $PD/work_pfe.o $PD/usft_setup.o -L$BUILD/runtime -lusft -Wl,-rpath,$(cd "$BUILD/runtime" && pwd)"
 fi
 USFT=$BUILD/inject/usft
 # events of one peer run x ~48 bytes (function_graph: entry + exit), in KiB
@@ -121,6 +124,7 @@ peer_cmd() {	# case -> command line
 	finstrument) echo "$PD/finstrument $PEER_N $PEER_R" ;;
 	xray_noop) echo "$PD/xray_noop $PEER_N $PEER_R" ;;
 	usft_ops_tramp) echo "$PD/usft_ops_tramp $PEER_N $PEER_R" ;;
+	usft_ops_tramp_xmm) echo "env USFT_OPTIONS=novec_tramp=0 $PD/usft_ops_tramp $PEER_N $PEER_R" ;;
 	uftrace_dynamic) echo "uftrace record -P . -d $PD/uftrace.data $PD/pfe5 $PEER_N $PEER_R" ;;
 	# rings sized to hold the run and pre-faulted, so page faults of the
 	# first pass are not timed (uftrace also keeps every event)
@@ -131,7 +135,7 @@ peer_cmd() {	# case -> command line
 cases=()
 have untraced && cases+=(untraced)
 have xray_noop && cases+=(xray_noop)
-have usft_ops_tramp && cases+=(usft_ops_tramp)
+have usft_ops_tramp && cases+=(usft_ops_tramp usft_ops_tramp_xmm)
 have finstrument && cases+=(finstrument)
 if have pfe5 && command -v uftrace >/dev/null; then cases+=(uftrace_dynamic); else log "peers: uftrace_dynamic skipped (uftrace not installed)"; fi
 if have pfe5 && [ -x "$USFT" ]; then cases+=(usft_function usft_function_graph); else log "peers: usft rows skipped ($USFT not built)"; fi
@@ -153,14 +157,15 @@ done
 # usft's empty callback against XRay's no-op handler: the time each adds to
 # the untraced run of the same round (the three run back to back), median
 # of the rounds' ratios
-if [ -n "${samples[usft_ops_tramp]:-}" ] && [ -n "${samples[xray_noop]:-}" ] &&
-   [ -n "${samples[untraced]:-}" ]; then
+for c in usft_ops_tramp usft_ops_tramp_xmm; do
+	[ -n "${samples[$c]:-}" ] && [ -n "${samples[xray_noop]:-}" ] &&
+		[ -n "${samples[untraced]:-}" ] || continue
 	r=$(paste <(echo ${samples[untraced]} | tr ' ' '\n') <(echo ${samples[xray_noop]} | tr ' ' '\n') \
-		<(echo ${samples[usft_ops_tramp]} | tr ' ' '\n') |
+		<(echo ${samples[$c]} | tr ' ' '\n') |
 		awk 'NF == 3 && $2 > $1 { print ($3 - $1) / ($2 - $1) }' | sort -g |
 		awk '{ a[NR] = $1 } END { if (NR) printf "%.2f", a[int((NR + 1) / 2)] }')
-	[ -n "$r" ] && echo "ratio usft_ops_tramp/xray_noop=$r (ns each adds to the same round's untraced run, median of $PEER_ROUNDS rounds)" | tee -a "$RAW"
-fi
+	[ -n "$r" ] && echo "ratio $c/xray_noop=$r (ns each adds to the same round's untraced run, median of $PEER_ROUNDS rounds)" | tee -a "$RAW"
+done
 
 # ---- results.md: a table per section, ratios to its baseline -------------
 {
