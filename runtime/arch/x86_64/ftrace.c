@@ -395,8 +395,13 @@ static void copy_init(struct usft_ops_private *p, unsigned int i, struct usft_wi
 	p->copy[i].w = w;
 	p->copy[i].addr = t;
 	p->copy[i].ev = make_event_copy(w, p, t);
-	/* shared callers and regs copies keep their xmm saves */
-	p->copy[i].nv = !p->regs && usft_opts.novec_tramp ? make_copy(w, TMPL_NOVEC, p->ops) : 0;
+	/*
+	 * Shared callers and regs copies keep their xmm saves; an event
+	 * trampoline's sites call it, never the copy (its slow path enters
+	 * the copy that saves them).
+	 */
+	p->copy[i].nv = !p->regs && !p->copy[i].ev && usft_opts.novec_tramp ?
+			make_copy(w, TMPL_NOVEC, p->ops) : 0;
 }
 
 /*
