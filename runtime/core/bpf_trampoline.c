@@ -109,7 +109,8 @@ USFT_API int usft_func_arg_types(unsigned long func, struct usft_arg_type *args,
 	start = func - off;
 	pthread_mutex_lock(&ftrace_lock);
 	obj = usft_object_of(start);
-	r = obj ? usft_dwarf_arg_types(obj->path, start - obj->bias, args, max, ret, variadic) :
+	r = obj ? usft_dwarf_arg_types(obj->path, &obj->elf, start - obj->bias, args, max, ret,
+					   variadic) :
 		  -EINVAL;
 	pthread_mutex_unlock(&ftrace_lock);
 	return r < 0 ? usft_err(r) : r;
@@ -130,15 +131,20 @@ static int func_model(unsigned long func, int nr_args, struct usft_func_model *m
 	pthread_mutex_lock(&ftrace_lock);
 	obj = usft_object_of(func);
 	if (obj)
-		ret = usft_dwarf_func_model(obj->path, func - obj->bias, m);
+		ret = usft_dwarf_func_model(obj->path, &obj->elf, func - obj->bias, m);
 	/* the errno alone ("No such file or directory") does not say why */
-	if (ret == -ENOENT || ret == -EOPNOTSUPP) {
+	if (ret == -ENOENT || ret == -EOPNOTSUPP || ret == -ESTALE) {
 		const struct usft_elf_sym *sym = obj ? usft_elf_find_sym(&obj->elf, func - obj->bias) : NULL;
 
 		if (ret == -ENOENT)
 			pr_info("usft: usft_tramp_attach(%s): the argument count is unknown: %s has "
 				"no DWARF entry for it (ENOENT); build it with -g, or give "
 				"opts.nr_args\n", sym ? sym->name : "?", obj ? obj->path : "no object");
+		else if (ret == -ESTALE)
+			pr_info("usft: usft_tramp_attach(%s): the argument count is unknown: %s is "
+				"not the file that was loaded (replaced or rewritten since), so its "
+				"DWARF describes other code (ESTALE); give opts.nr_args\n",
+				sym ? sym->name : "?", obj->path);
 		else
 			pr_info("usft: usft_tramp_attach(%s): an argument or the return value is not "
 				"in registers (struct or union by value, long double, __int128, or "

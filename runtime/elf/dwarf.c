@@ -161,14 +161,25 @@ static int func_die_at(Dwarf *dbg, unsigned long addr, func_die_fn cb, void *arg
 	return -ENOENT;
 }
 
-/* the DWARF of @path, read-only, its descriptor in *@fd; NULL: none */
-static Dwarf *dwarf_open(const char *path, int *fd)
+/*
+ * The DWARF of @path, read-only, its descriptor in *@fd.  With @elf, only
+ * if @path is still the file @elf was read from: a file put in its place
+ * since describes other code.  NULL with *@err: -ENOENT (no file, no
+ * DWARF) or -ESTALE (another file).
+ */
+static Dwarf *dwarf_open(const char *path, const struct usft_elf_info *elf, int *fd, int *err)
 {
 	Dwarf *dbg;
 
+	*err = -ENOENT;
 	*fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (*fd < 0)
 		return NULL;
+	if (elf && !usft_elf_same_file(elf, *fd)) {
+		*err = -ESTALE;
+		close(*fd);
+		return NULL;
+	}
 	dbg = dwarf_begin(*fd, DWARF_C_READ);
 	if (!dbg)
 		close(*fd);
@@ -176,13 +187,15 @@ static Dwarf *dwarf_open(const char *path, int *fd)
 }
 
 /* @cb on the DW_TAG_subprogram of the function at @addr (link-time) in @path */
-static int with_func_die(const char *path, unsigned long addr, func_die_fn cb, void *arg)
+static int with_func_die(const char *path, const struct usft_elf_info *elf, unsigned long addr,
+			 func_die_fn cb, void *arg)
 {
-	int fd, ret = -ENOENT;
-	Dwarf *dbg = dwarf_open(path, &fd);
+	int fd, ret;
+	Dwarf *dbg = dwarf_open(path, elf, &fd, &ret);
 
 	if (!dbg)
-		return -ENOENT;
+		return ret;
+	ret = -ENOENT;
 	for (size_t i = 0; i < sizeof(lowpc_skew) / sizeof(lowpc_skew[0]) && ret == -ENOENT; i++)
 		ret = func_die_at(dbg, addr + lowpc_skew[i], cb, arg);
 	dwarf_end(dbg);
@@ -195,9 +208,10 @@ static int model_cb(Dwarf_Die *fn, void *arg)
 	return model_of(fn, arg);
 }
 
-int usft_dwarf_func_model(const char *path, unsigned long addr, struct usft_func_model *m)
+int usft_dwarf_func_model(const char *path, const struct usft_elf_info *elf, unsigned long addr,
+			  struct usft_func_model *m)
 {
-	return with_func_die(path, addr, model_cb, m);
+	return with_func_die(path, elf, addr, model_cb, m);
 }
 
 /* ---- argument types for display (usft_func_arg_types()) ---------------- */
@@ -300,11 +314,11 @@ static int arg_types_cb(Dwarf_Die *fn, void *arg)
 	return 0;
 }
 
-int usft_dwarf_arg_types(const char *path, unsigned long addr, struct usft_arg_type *args, int max,
-			 struct usft_arg_type *ret, bool *variadic)
+int usft_dwarf_arg_types(const char *path, const struct usft_elf_info *elf, unsigned long addr,
+			 struct usft_arg_type *args, int max, struct usft_arg_type *ret, bool *variadic)
 {
 	struct arg_types_req q = { .args = args, .ret = ret, .max = max };
-	int r = with_func_die(path, addr, arg_types_cb, &q);
+	int r = with_func_die(path, elf, addr, arg_types_cb, &q);
 
 	if (r)
 		return r;
@@ -437,20 +451,21 @@ static int cmp_novec(const void *x, const void *y)
 	return (a->addr > b->addr) - (a->addr < b->addr);
 }
 
-int usft_dwarf_novec_table(const char *path, unsigned long **out, size_t *nr)
+int usft_dwarf_novec_table(const char *path, const struct usft_elf_info *elf, unsigned long **out,
+			   size_t *nr)
 {
 	unsigned long *v;
 	struct novec_acc a = { 0 };
 	Dwarf_Off off = 0, next;
 	size_t hsize, k = 0;
 	Dwarf *dbg;
-	int fd;
+	int fd, err;
 
 	*out = NULL;
 	*nr = 0;
-	dbg = dwarf_open(path, &fd);
+	dbg = dwarf_open(path, elf, &fd, &err);
 	if (!dbg)
-		return -ENOENT;
+		return err;
 	while (dwarf_nextcu(dbg, off, &next, &hsize, NULL, NULL, NULL) == 0 && !a.err) {
 		Dwarf_Die cu;
 

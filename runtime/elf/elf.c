@@ -789,11 +789,27 @@ int usft_elf_read(const char *path, struct usft_elf_info *out)
 		munmap(image, size);
 	else
 		free(image);
+	if (!err) {
+		out->file_dev = st.st_dev;
+		out->file_ino = st.st_ino;
+		out->file_size = st.st_size;
+		out->file_mtime = st.st_mtim;
+	}
 	return err;
 
 out_close:
 	close(fd);
 	return err;
+}
+
+bool usft_elf_same_file(const struct usft_elf_info *info, int fd)
+{
+	struct stat st;
+
+	return info && info->file_ino && !fstat(fd, &st) && st.st_dev == info->file_dev &&
+	       st.st_ino == info->file_ino && st.st_size == info->file_size &&
+	       st.st_mtim.tv_sec == info->file_mtime.tv_sec &&
+	       st.st_mtim.tv_nsec == info->file_mtime.tv_nsec;
 }
 
 int usft_elf_read_mem(const void *image, size_t size,

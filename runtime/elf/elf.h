@@ -9,7 +9,10 @@
 #ifndef USFT_ELF_H
 #define USFT_ELF_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
+#include <time.h>
 
 struct usft_elf_sym {
 	unsigned long addr;	/* link-time address */
@@ -36,6 +39,11 @@ struct usft_elf_info {
 	unsigned int pfe_entsize;	/* 8 on 64-bit */
 	int is_dyn;		/* ET_DYN (PIE or shared object) */
 	unsigned short machine;	/* e_machine */
+	/* usft_elf_read(): the file read, to tell it from one put there since */
+	dev_t file_dev;
+	ino_t file_ino;
+	off_t file_size;
+	struct timespec file_mtime;
 };
 
 /**
@@ -45,6 +53,13 @@ struct usft_elf_info {
  * @out is zeroed and nothing needs freeing.
  */
 int usft_elf_read(const char *path, struct usft_elf_info *out);
+
+/**
+ * usft_elf_same_file() - @fd is the file usft_elf_read() read into @info:
+ * same device, inode, size and modification time.  False for an image read
+ * from memory, or when fstat() fails.
+ */
+bool usft_elf_same_file(const struct usft_elf_info *info, int fd);
 
 /** usft_elf_read_mem() - same, from an in-memory image (fuzzing, tests). */
 int usft_elf_read_mem(const void *image, size_t size, struct usft_elf_info *out);

@@ -8,7 +8,12 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "test_common.h"
 
@@ -264,3 +269,85 @@ Test(dlopen, dlclose_cleans_tracked_unregistered_ops)
 	cr_assert_eq(usft_track_ops_hashes(&c.ops, false), 0);
 	fixture_close(&f);
 }
+
+#if defined(__x86_64__)
+/*
+ * The per-ops trampoline copy a site calls saves xmm0-7: it has the
+ * template's first `movups %xmm0, 0x0(%rax)` (0f 11 00) before its way out
+ * (`ret; int3`).  The copy without the saves (novec_tramp) has none.
+ */
+static bool calls_copy_with_xmm_saves(const void *fn)
+{
+	const unsigned char *b = (const unsigned char *)tc_call_target(fn);
+
+	cr_assert_not_null(b, "the site does not call");
+	for (size_t i = 0; i + 2 < 512 && !(b[i] == 0xc3 && b[i + 1] == 0xcc); i++)
+		if (b[i] == 0x0f && b[i + 1] == 0x11 && b[i + 2] == 0x00)
+			return true;
+	return false;
+}
+
+/* the fixture copied to a file of its own, loaded and recorded; @touch: then its mtime moved */
+static void *load_copy(char *path, size_t len, bool touch, bin_fn *add)
+{
+	static const struct timespec old[2] = { { 1, 0 }, { 1, 0 } };
+	char buf[65536];
+	int in, out;
+	ssize_t n;
+	void *h;
+
+	snprintf(path, len, "/tmp/usft-cf-dlfix-XXXXXX");
+	out = mkstemp(path);
+	in = open(CF_FIXTURE_PATH, O_RDONLY);
+	cr_assert(out >= 0 && in >= 0);
+	while ((n = read(in, buf, sizeof(buf))) > 0)
+		cr_assert_eq(write(out, buf, (size_t)n), n);
+	close(in);
+	close(out);
+	h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	cr_assert_not_null(h, "dlopen(%s): %s", path, dlerror());
+	*add = (bin_fn)dlsym(h, "cf_dlfix_add");
+	cr_assert_not_null(*add);
+	/* its records (and the identity of the file they came from) are read now */
+	cr_assert_neq(ftrace_location((unsigned long)*add), 0);
+	if (touch)
+		cr_assert_eq(utimensat(AT_FDCWD, path, old, 0), 0);
+	return h;
+}
+
+static bool add_calls_copy_with_xmm_saves(bool touch)
+{
+	static struct tc_counter c;
+	char path[64];
+	bin_fn add;
+	bool xmm;
+	void *h;
+
+	cr_assert_eq(usft_init(), 0);
+	h = load_copy(path, sizeof(path), touch, &add);
+	tc_counter_init(&c, 0);
+	cr_assert_eq(tc_set_filter(&c.ops, "cf_dlfix_add", 1), 0);
+	cr_assert_eq(register_ftrace_function(&c.ops), 0);
+	xmm = calls_copy_with_xmm_saves((const void *)add);
+	cr_assert_eq(add(2, 3), 5);
+	cr_assert_eq(tc_count(&c), 1);
+	cr_assert_eq(unregister_ftrace_function(&c.ops), 0);
+	ftrace_free_filter(&c.ops);
+	cr_assert_eq(dlclose(h), 0);
+	unlink(path);
+	return xmm;
+}
+
+/* cf_dlfix_add(long, long): its DWARF says no vector argument */
+Test(dlopen, object_function_without_vector_arguments_calls_the_copy_without_xmm_saves)
+{
+	cr_assert_not(add_calls_copy_with_xmm_saves(false));
+}
+
+/* a file rewritten since it was loaded describes other code: its DWARF is not read */
+Test(dlopen, file_changed_since_loaded_keeps_the_xmm_saves)
+{
+	cr_assert(add_calls_copy_with_xmm_saves(true),
+		  "the DWARF of a file changed since it was loaded was trusted");
+}
+#endif

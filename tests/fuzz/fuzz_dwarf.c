@@ -27,8 +27,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fwrite(data, 1, size, f);
 	fclose(f);
 	for (unsigned long a = 0; a < 0x3000; a += 0x400)
-		(void)usft_dwarf_func_model(path, a, &m);
-	if (!usft_dwarf_novec_table(path, &nv, &nr)) {
+		(void)usft_dwarf_func_model(path, NULL, a, &m);
+	if (!usft_dwarf_novec_table(path, NULL, &nv, &nr)) {
 		for (size_t i = 1; i < nr; i++)
 			if (nv[i - 1] >= nv[i])
 				abort();	/* sorted, one entry per address */

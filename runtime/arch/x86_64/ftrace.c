@@ -320,25 +320,25 @@ static unsigned long make_event_copy(struct usft_window *w, const struct usft_op
 }
 
 /*
- * The function of the site at @ip takes no floating-point or vector
- * argument, so xmm0-7 hold nothing it reads: the psABI passes nothing else
- * in them, and -fpatchable-function-entry turns off GCC's -fipa-ra, so no
- * caller keeps a value in a register the ABI lets a callee clobber.
- * From the object's DWARF (elf/dwarf.c: no_vector_args()); a GCC clone
+ * The object's table of functions that take no vector argument, once
+ * (elf/dwarf.c: no_vector_args()), from its file only if that is still
+ * the file its records were read from (usft_elf_same_file()); a GCC clone
  * (a '.' in its name: .isra, .constprop, .part) may have had its
- * arguments rewritten and is refused.  Under ftrace_lock (the update path).
+ * arguments rewritten and is left out.  Sites are only looked up in it
+ * afterwards, so each gets one answer for the object's lifetime.
  */
 static void novec_read(struct usft_object *obj)
 {
-	size_t k = 0;
+	size_t k = 0, cursor = 0;
 
 	obj->novec_read = true;
-	if (usft_dwarf_novec_table(obj->path, &obj->novec, &obj->nr_novec)) {
+	if (usft_dwarf_novec_table(obj->path, &obj->elf, &obj->novec, &obj->nr_novec)) {
 		obj->nr_novec = 0;
 		return;
 	}
 	for (size_t i = 0; i < obj->nr_novec; i++) {
-		const struct usft_elf_sym *sym = usft_elf_find_sym(&obj->elf, obj->novec[i]);
+		const struct usft_elf_sym *sym = usft_elf_find_sym_next(&obj->elf, obj->novec[i],
+									&cursor);
 
 		if (sym && sym->addr == obj->novec[i] && !strchr(sym->name, '.'))
 			obj->novec[k++] = obj->novec[i];
@@ -346,6 +346,13 @@ static void novec_read(struct usft_object *obj)
 	obj->nr_novec = k;
 }
 
+/*
+ * The function of the site at @ip takes no floating-point or vector
+ * argument, so xmm0-7 hold nothing it reads: the psABI passes nothing else
+ * in them, and -fpatchable-function-entry turns off GCC's -fipa-ra, so no
+ * caller keeps a value in a register the ABI lets a callee clobber.
+ * Under ftrace_lock (the update path).
+ */
 static bool site_novec(unsigned long ip)
 {
 	static const unsigned char endbr64[4] = { 0xf3, 0x0f, 0x1e, 0xfa };
@@ -363,8 +370,7 @@ static bool site_novec(unsigned long ip)
 		return true;
 	/* -fcf-protection: the site follows the function's endbr64 */
 	return !memcmp((const void *)(ip - 4), endbr64, 4) &&
-	       usft_dwarf_novec_lookup(obj->novec, obj->nr_novec, link - 4,
-						       &obj->novec_cursor);
+	       usft_dwarf_novec_lookup(obj->novec, obj->nr_novec, link - 4, &obj->novec_cursor);
 }
 
 static bool in_reach(unsigned long ip, unsigned long addr, size_t size)
@@ -506,7 +512,7 @@ static unsigned long graph_stub(struct usft_ops_private *p, unsigned long ip, bo
 	gs = calloc(1, sizeof(*gs));
 	buf = malloc(size);
 	addr = gs && buf ? usft_execmem_alloc(a->w, size) : 0;
-	if (!addr || !x86_rel32_ok(ip, addr) || !x86_rel32_ok(ip, addr + size))
+	if (!addr || !in_reach(ip, addr, size))
 		goto fail;
 	memcpy(buf, ftrace_graph_stub, size);
 	if (graph_stub_to_twin(buf))
@@ -614,8 +620,7 @@ again:
 			}
 		}
 		for (unsigned int i = 0; i < p->nr; i++)
-			if (x86_rel32_ok(ip, p->copy[i].addr) &&
-			    x86_rel32_ok(ip, p->copy[i].addr + p->size))
+			if (in_reach(ip, p->copy[i].addr, p->size))
 				return copy_target(&p->copy[i], ip);
 		if (!create || p->nr == MAX_COPIES)
 			return 0;

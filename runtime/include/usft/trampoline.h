@@ -54,12 +54,14 @@ struct usft_tramp_link;
  * disagrees with the function's other links, EBUSY the function already has
  * a direct call of another owner (register_ftrace_direct() or the batch
  * API), ENOENT the argument count is
- * unknown (no DWARF) and not given, EOPNOTSUPP arguments on the stack or
+ * unknown (no DWARF) and not given, ESTALE it would come from DWARF but
+ * the object's file is not the one loaded (replaced or rewritten since),
+ * EOPNOTSUPP arguments on the stack or
  * returned in memory, ENOMEM, EBUSY the site's bytes were not the
  * compiler's NOPs when usft read them (someone else patched it; its record
  * is disabled), ENODEV runtime dead (also when the site's bytes changed
  * since usft read them: the compare before the write fires ftrace_bug()),
- * EDEADLK called from a callback.  For ENOENT and
+ * EDEADLK called from a callback.  For ENOENT, ESTALE and
  * EOPNOTSUPP, USFT_LOG=info logs the function, the reason and the fix.
  */
 USFT_API struct usft_tramp_link *usft_tramp_attach(void *func, enum usft_tramp_kind kind,

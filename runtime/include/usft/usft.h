@@ -189,8 +189,9 @@ struct usft_arg_type {
  * @args: the first @max parameters' types; @ret: the return type (may be
  * NULL); @variadic: set when it takes "..." (may be NULL).
  * Return: the number of declared parameters (may exceed @max); -ENOENT no
- * DWARF for it (no -g, stripped, separate debug file); -EINVAL @func is in
- * no loaded object.
+ * DWARF for it (no -g, stripped, separate debug file); -ESTALE the
+ * object's file is not the one loaded (replaced or rewritten since: its
+ * DWARF describes other code); -EINVAL @func is in no loaded object.
  */
 USFT_API int usft_func_arg_types(unsigned long func, struct usft_arg_type *args, int max,
 				 struct usft_arg_type *ret, bool *variadic);
